@@ -36,11 +36,26 @@ EM_COEFFS = np.array(
 _SHIFT = 16.0
 # Tail gaps up to this many integers are summed term by term; larger ones call zeta directly.
 _GAP_DIRECT = 48
+# Exponents beyond this are treated as a degenerate tail (alpha = inf).
+_ALPHA_MAX = 1e4
 
 
 @njit(cache=True, nogil=True)
 def hurwitz_zeta3(s: float, q: float) -> tuple[float, float, float]:
     """zeta(s, q), d/ds zeta(s, q), d2/ds2 zeta(s, q) for s > 1, q > 0."""
+    z, z1, z2 = zeta3_scaled(s, q)
+    scale = math.exp(-s * math.log(q))
+    return z * scale, z1 * scale, z2 * scale
+
+
+@njit(cache=True, nogil=True)
+def zeta3_scaled(s: float, q: float) -> tuple[float, float, float]:
+    """q^s times (zeta, d/ds zeta, d2/ds2 zeta) at (s, q): no underflow for large s or q.
+
+    The factor q^s is applied to the values, not differentiated, so ratios such as
+    zeta'/zeta are those of the unscaled function.
+    """
+    lq = math.log(q)
     n_direct = 0
     if q < _SHIFT + s:
         n_direct = int(_SHIFT + s - q) + 1
@@ -49,18 +64,18 @@ def hurwitz_zeta3(s: float, q: float) -> tuple[float, float, float]:
     z2 = 0.0
     for k in range(n_direct):
         lx = math.log(q + k)
-        t = math.exp(-s * lx)
+        t = math.exp(-s * (lx - lq))
         z += t
         z1 -= lx * t
         z2 += lx * lx * t
     a = q + n_direct
     la = math.log(a)
-    a_1ms = math.exp((1.0 - s) * la)  # a^(1-s)
+    a_1ms = a * math.exp(-s * (la - lq))  # a^(1-s), scaled
     inv = 1.0 / (s - 1.0)
     z += a_1ms * inv
     z1 += -la * a_1ms * inv - a_1ms * inv * inv
     z2 += la * la * a_1ms * inv + 2.0 * la * a_1ms * inv * inv + 2.0 * a_1ms * inv * inv * inv
-    a_ms = a_1ms / a  # a^(-s)
+    a_ms = a_1ms / a  # a^(-s), scaled
     z += 0.5 * a_ms
     z1 -= 0.5 * la * a_ms
     z2 += 0.5 * la * la * a_ms
@@ -107,16 +122,18 @@ def mle_alpha(mean_log: float, xmin: float) -> float:
     alpha = 1.0 + 1.0 / (mean_log - math.log(xmin - 0.5)) if xmin > 1.0 else 1.0 + 1.0 / gap
     hi = max(2.0 * alpha, 4.0)
     # make sure hi brackets the root: E_hi[ln X] < mean_log
-    for _ in range(200):
-        z, z1, _z2 = hurwitz_zeta3(hi, xmin)
+    while True:
+        z, z1, _z2 = zeta3_scaled(hi, xmin)
         if -z1 / z < mean_log:
             break
+        if hi > _ALPHA_MAX:
+            return math.inf  # the tail is too tight around xmin for any sensible exponent
         lo = hi
         hi *= 2.0
     if alpha <= lo or alpha >= hi or not math.isfinite(alpha):
         alpha = 0.5 * (lo + hi)
     for _ in range(200):
-        z, z1, z2 = hurwitz_zeta3(alpha, xmin)
+        z, z1, z2 = zeta3_scaled(alpha, xmin)
         d1 = z1 / z
         g = -d1 - mean_log  # decreasing in alpha
         if g > 0.0:
@@ -148,8 +165,8 @@ def ks_distance(
     """
     xmin = values[k]
     n_tail = suffix[k]
-    z0 = hurwitz_zeta(alpha, xmin)
-    inv_z0 = 1.0 / z0
+    log_xmin = math.log(xmin)
+    inv_z0 = 1.0 / zeta3_scaled(alpha, float(xmin))[0]  # all terms scaled by xmin^alpha
     surv = 1.0  # model P(X >= values[j])
     dist = 0.0
     last = values.shape[0]
@@ -160,16 +177,17 @@ def ks_distance(
             if x - prev <= _GAP_DIRECT:
                 acc = 0.0
                 for t in range(prev, x):
-                    acc += math.exp(-alpha * math.log(t))
+                    acc += math.exp(-alpha * (math.log(t) - log_xmin))
                 surv -= acc * inv_z0
             else:
-                surv = hurwitz_zeta(alpha, x) * inv_z0
+                rel = math.exp(-alpha * (math.log(x) - log_xmin))
+                surv = rel * zeta3_scaled(alpha, float(x))[0] * inv_z0
         emp = suffix[j] / n_tail  # data P(X >= x)
         diff = abs(emp - surv)
         if diff > dist:
             dist = diff
         emp_next = suffix[j + 1] / n_tail if j + 1 < last else 0.0  # data P(X > x)
-        surv_next = surv - math.exp(-alpha * math.log(x)) * inv_z0  # model P(X > x)
+        surv_next = surv - math.exp(-alpha * (math.log(x) - log_xmin)) * inv_z0  # P(X > x)
         diff = abs(emp_next - surv_next)
         if diff > dist:
             dist = diff

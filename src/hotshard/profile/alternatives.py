@@ -88,8 +88,13 @@ def _tpl_log_norm(alpha: float, lam: float, xmin: int) -> float:
     if lam * top - shift > 700:
         return math.log(head) - shift
 
+    log_top = math.log(top)
+
     def integrand(t):  # x = top * e^t
-        return math.exp((1.0 - alpha) * (math.log(top) + t) - lam * top * math.exp(t) + shift)
+        if lam * top * math.exp(min(t, 700.0)) > 1e300:
+            return 0.0
+        expo = (1.0 - alpha) * (log_top + t) - lam * top * math.exp(t) + shift
+        return math.exp(expo) if expo > -745.0 else 0.0
 
     if lam == 0.0 and alpha <= 1.0:
         return math.inf
@@ -109,7 +114,10 @@ def _fit_truncated(x, w, xmin, pl_alpha) -> tuple[NDArray[np.float64], dict[str,
         return val if math.isfinite(val) else 1e300
 
     mean_x = sum_x / n
-    starts = ([pl_alpha, math.log(1e-3 / mean_x)], [max(pl_alpha - 1.0, 0.5), math.log(1.0 / mean_x)])
+    starts = (
+        [pl_alpha, math.log(1e-3 / mean_x)],
+        [max(pl_alpha - 1.0, 0.5), math.log(1.0 / mean_x)],
+    )
     best = None
     for start in starts:
         res = optimize.minimize(nll, start, method="Nelder-Mead",

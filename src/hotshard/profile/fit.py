@@ -180,7 +180,7 @@ def _check_integral(arr: NDArray, what: str) -> NDArray[np.int64]:
     bad = ~np.isfinite(arr) | (arr != np.floor(arr))
     if np.any(bad):
         first = arr[np.flatnonzero(bad)[0]]
-        raise InputError(f"{what} must be integers, got {first!r}")
+        raise InputError(f"{what} must be integers, got {float(first):g}")
     return arr.astype(np.int64)
 
 
@@ -249,7 +249,7 @@ def _nonempty(tab: Tabulated) -> Tabulated:
 
 
 def _alpha_se(alpha: float, xmin: int, n_tail: int) -> float:
-    z, z1, z2 = _kernels.hurwitz_zeta3(alpha, float(xmin))
+    z, z1, z2 = _kernels.zeta3_scaled(alpha, float(xmin))
     var = z2 / z - (z1 / z) ** 2
     return 1.0 / math.sqrt(n_tail * var) if var > 0 else math.inf
 

@@ -1,0 +1,221 @@
+"""Read numeric observations for a fit: plain lists, table columns, frequency histograms.
+
+Every malformed input raises ``InputError`` naming the file, the line or column, and the fix.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import InputError
+
+__all__ = ["Observations", "read_observations"]
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Values read from a file; ``counts`` is set when the file was a frequency histogram."""
+
+    values: NDArray
+    counts: NDArray | None
+    source: str
+
+
+def _read_bytes(path: str) -> bytes:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise InputError(f"no such file: {path}")
+        if p.is_dir():
+            raise InputError(f"{path} is a directory: give a file of observations")
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror}") from exc
+        if path.endswith(".gz"):
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{path} is not a valid gzip file: {exc}") from exc
+    if not data.strip():
+        raise InputError(f"{path} is empty: it holds no observations")
+    return data
+
+
+def _parse_numbers(tokens: list[bytes] | NDArray, where: str) -> NDArray:
+    """Parse tokens as int64 (or float64 if any has a decimal point; the fit checks integrality)."""
+    arr = np.asarray(tokens)
+    try:
+        return arr.astype(np.int64)
+    except (ValueError, OverflowError):
+        pass
+    try:
+        return arr.astype(np.float64)
+    except ValueError:
+        pass
+    for i, tok in enumerate(arr):
+        try:
+            float(tok)
+        except ValueError:
+            text = tok.decode(errors="replace") if isinstance(tok, bytes) else str(tok)
+            raise InputError(f"{where} {i + 1}: {text!r} is not a number") from None
+    raise InputError(f"{where}: values are not numbers")  # pragma: no cover
+
+
+def _read_plain(path: str) -> Observations:
+    data = _read_bytes(path)
+    lines = data.splitlines()
+    tokens = data.split()
+    if len(tokens) > len(lines):
+        for i, line in enumerate(lines, 1):
+            if len(line.split()) > 1:
+                raise InputError(
+                    f"{path} line {i} has several fields: expected one number per line "
+                    "(use --column NAME for a table, --histogram for value<TAB>count)"
+                )
+    if lines and lines[0].strip() and not _is_number(lines[0].strip()):
+        first = lines[0].strip().decode(errors="replace")
+        raise InputError(
+            f"{path} line 1: {first!r} is not a number (a header? use --column {first})"
+        )
+    nonblank = [ln.strip() for ln in lines if ln.strip()] if len(tokens) != len(lines) else tokens
+    return Observations(_parse_numbers(nonblank, f"{path} line"), None, path)
+
+
+def _is_number(tok: bytes) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _sniff_delimiter(path: str, first_line: bytes) -> str:
+    if path.endswith((".tsv", ".tsv.gz", ".tab")) or b"\t" in first_line:
+        return "\t"
+    return ","
+
+
+def _read_table(path: str, column: str) -> Observations:
+    import pyarrow as pa
+
+    if path.endswith((".parquet", ".pq")):
+        table = _read_parquet_column(path, column)
+    else:
+        data = _read_bytes(path)
+        first = data.split(b"\n", 1)[0]
+        import pyarrow.csv as pacsv
+
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(data),
+                parse_options=pacsv.ParseOptions(delimiter=_sniff_delimiter(path, first)),
+                convert_options=pacsv.ConvertOptions(include_columns=[column]),
+            )
+        except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+            header = first.decode(errors="replace").strip()
+            if column.encode() not in first:
+                raise InputError(
+                    f"{path} has no column {column!r}; its header is: {header}"
+                ) from None
+            raise InputError(
+                f"{path}: cannot parse column {column!r}: {_first_line(exc)}"
+            ) from None
+    return Observations(_column_values(table.column(column), path, column), None, path)
+
+
+def _read_parquet_column(path: str, column: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"no such file: {path}")
+    if p.is_dir():
+        raise InputError(f"{path} is a directory: give a file of observations")
+    try:
+        schema = pq.read_schema(path)
+        if column not in schema.names:
+            raise InputError(
+                f"{path} has no column {column!r}; its columns are: {', '.join(schema.names)}"
+            )
+        return pq.read_table(path, columns=[column])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path} is not a readable Parquet file: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _column_values(col, path: str, column: str) -> NDArray:
+    import pyarrow as pa
+
+    if col.null_count:
+        raise InputError(f"{path}: column {column!r} has {col.null_count} empty cells")
+    if len(col) == 0:
+        raise InputError(f"{path}: column {column!r} has no rows")
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        sample = col.slice(0, 50).to_pylist()
+        bad = next((v for v in sample if not _is_number(str(v).encode())), sample[0])
+        raise InputError(
+            f"{path}: column {column!r} holds non-numeric values such as {bad!r}"
+        )
+    return col.to_numpy()
+
+
+def _read_histogram(path: str) -> Observations:
+    data = _read_bytes(path)
+    lines = [ln for ln in data.splitlines() if ln.strip()]
+    delim = b"\t" if b"\t" in lines[0] else (b"," if b"," in lines[0] else None)
+    rows = [ln.split(delim) for ln in lines]
+    start = 0
+    if not _is_number(rows[0][0].strip()):
+        start = 1  # header line
+    if start >= len(rows):
+        raise InputError(f"{path} has a header but no histogram rows")
+    for i in range(start, len(rows)):
+        if len(rows[i]) != 2:
+            raise InputError(
+                f"{path} line {i + 1}: expected 'value<TAB>count', got {len(rows[i])} fields"
+            )
+    values = _parse_numbers([r[0].strip() for r in rows[start:]], f"{path} value on row")
+    counts = _parse_numbers([r[1].strip() for r in rows[start:]], f"{path} count on row")
+    return Observations(values, counts, path)
+
+
+def read_observations(
+    path: str | os.PathLike[str], *, column: str | None = None, histogram: bool = False
+) -> Observations:
+    """Read observations from ``path`` (``-`` for standard input).
+
+    Parameters
+    ----------
+    path : str
+        A file with one number per line; or a CSV/TSV/Parquet table when ``column`` is given;
+        or ``value<TAB>count`` lines (header allowed) when ``histogram`` is true. ``.gz`` is
+        decompressed.
+    column : str, optional
+        Column of a table holding the observations.
+    histogram : bool
+        Read a frequency histogram: each line a value and how many times it was observed.
+    """
+    path = os.fspath(path)
+    if column is not None and histogram:
+        raise InputError("--column and --histogram are exclusive: a histogram has two columns")
+    if histogram:
+        return _read_histogram(path)
+    if column is not None:
+        return _read_table(path, column)
+    if path.endswith((".parquet", ".pq")):
+        raise InputError(f"{path} is a Parquet table: name the column with --column")
+    return _read_plain(path)
