@@ -17,7 +17,7 @@ __all__ = ["run_demo"]
 
 # Embedded defaults: 200,000 channels; per-channel message counts ~ discrete power law.
 DEMO_CHANNELS = 200_000
-DEMO_ALPHA = 1.7
+DEMO_ALPHA = 2.1  # the top 1% of channels then carry about half the traffic
 DEMO_XMIN = 1
 
 
