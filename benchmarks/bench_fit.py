@@ -41,7 +41,7 @@ def main() -> None:
     try:
         import powerlaw
     except ImportError:
-        raise SystemExit("the baseline needs the powerlaw package: pip install -e '.[bench]'")
+        raise SystemExit("the baseline needs powerlaw: pip install -e '.[bench]'") from None
 
     fit_power_law(np.random.default_rng(0).zipf(args.alpha, 1000))  # load the compiled kernels
     print(f"Zipf(a={args.alpha}) observations, seed {args.seed}; times are wall seconds")
