@@ -1,0 +1,264 @@
+"""Counting engines: events per key from production data, into a ``Profile``.
+
+Both engines compute the same small set of aggregates (per-key counts stay inside the engine;
+only the head, the count-of-counts and a few totals come out), so DuckDB (default, embedded,
+out-of-core) and Apache Spark (beyond one machine) give the same profile on the same data.
+Only the key column and counts leave the engine: no other column's values are ever read out,
+except the quantiles of ``--size`` and per-second event counts of ``--time``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from hotshard.errors import FitError, InputError
+from hotshard.profile.model import KeyDistribution, Profile, bin_tail
+
+__all__ = ["ENGINES", "RawCounts", "build_profile", "count_profile", "resolve_inputs"]
+
+ENGINES = ("duckdb", "spark")
+SIZE_QUANTILES = (0.5, 0.9, 0.99)
+Progress = Callable[[str, float | None], None]
+
+
+@dataclass(frozen=True)
+class RawDist:
+    """What an engine returns for one key distribution."""
+
+    head_keys: list[str]
+    head_counts: list[int]
+    coc_values: np.ndarray  # per-key count
+    coc_keys: np.ndarray  # keys having that count (all keys, head included)
+
+
+@dataclass(frozen=True)
+class RawCounts:
+    rows: int
+    null_keys: int
+    key_type: str
+    overall: RawDist
+    operations: dict[str, RawDist] = field(default_factory=dict)
+    size_quantiles: dict[str, float] | None = None
+    second_counts: tuple[np.ndarray, np.ndarray] | None = None  # (events in a second, seconds)
+    window: tuple[float, float] | None = None  # first and last second (epoch)
+
+
+def _fmt_of(path: str) -> str:
+    name = path.lower()
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt", ".txt.gz")):
+        return "csv"
+    if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
+        return "json"
+    raise InputError(
+        f"cannot tell the format of {path}: use .parquet, .csv[.gz], .tsv or .jsonl files"
+    )
+
+
+def resolve_inputs(inputs: Sequence[str]) -> tuple[list[str], str]:
+    """Expand globs, check every file exists and all share one format; returns (files, fmt)."""
+    if not inputs:
+        raise InputError("no input files given")
+    files: list[str] = []
+    for pattern in inputs:
+        if any(ch in pattern for ch in "*?["):
+            matched = sorted(glob.glob(pattern))
+            if not matched:
+                raise InputError(f"no files match {pattern}")
+            files.extend(m for m in matched if not Path(m).is_dir())
+            continue
+        p = Path(pattern)
+        if not p.exists():
+            raise InputError(f"no such file: {pattern}")
+        if p.is_dir():
+            raise InputError(f"{pattern} is a directory: give files or a glob such as "
+                             f"'{pattern.rstrip('/')}/*.parquet'")
+        files.append(pattern)
+    for f in files:
+        if os.path.getsize(f) == 0:
+            raise InputError(f"{f} is empty")
+    formats = {_fmt_of(f) for f in files}
+    if len(formats) > 1:
+        raise InputError(f"inputs mix formats ({', '.join(sorted(formats))}): profile one at a time")
+    return files, formats.pop()
+
+
+def _tail_distribution(raw: RawDist, min_tail: int = 10) -> KeyDistribution:
+    """Subtract the head from the count-of-counts, fit the tail, log-bin its histogram."""
+    from hotshard.profile.fit import fit_power_law
+
+    values = raw.coc_values.astype(np.int64)
+    keys = raw.coc_keys.astype(np.int64).copy()
+    head_counts = np.asarray(raw.head_counts, dtype=np.int64)
+    if head_counts.size:
+        hv, hk = np.unique(head_counts, return_counts=True)
+        pos = np.searchsorted(values, hv)
+        if np.any(pos >= values.size) or np.any(values[np.minimum(pos, values.size - 1)] != hv):
+            raise InputError("engine returned a head count missing from its count-of-counts")
+        keys[pos] -= hk
+    keep = keys > 0
+    values, keys = values[keep], keys[keep]
+    power_law = None
+    if values.size:
+        try:
+            fit = fit_power_law(values, keys, min_tail=min_tail)
+        except FitError:
+            pass  # e.g. every tail key seen equally often: the histogram alone describes it
+        else:
+            power_law = {"alpha": fit.alpha, "alpha_se": fit.alpha_se, "xmin": fit.xmin,
+                         "n_tail": fit.n_tail, "ks": fit.ks}
+    tail = bin_tail(values, keys, power_law)
+    events = float(head_counts.sum()) + tail.events
+    return KeyDistribution(events=events, keys=float(head_counts.size) + tail.keys,
+                           head_keys=tuple(raw.head_keys),
+                           head_counts=head_counts.astype(np.float64), tail=tail)
+
+
+def _rate(second_counts: tuple[np.ndarray, np.ndarray], window: tuple[float, float]) -> dict:
+    per_second, seconds = second_counts
+    span = int(window[1] - window[0]) + 1
+    empty = span - int(seconds.sum())
+    values = np.concatenate([[0], per_second]) if empty > 0 else per_second
+    weights = np.concatenate([[empty], seconds]) if empty > 0 else seconds
+    order = np.argsort(values)
+    values, weights = values[order], weights[order]
+    cum = np.cumsum(weights)
+    p99 = float(values[int(np.searchsorted(cum, 0.99 * span))])
+    return {
+        "mean_rps": float(np.dot(per_second, seconds)) / span,
+        "p99_rps": p99,
+        "peak_rps": float(per_second.max()),
+        "seconds": span,
+    }
+
+
+def build_profile(raw: RawCounts, *, source: dict, min_count: int) -> Profile:
+    """Assemble a validated ``Profile`` from an engine's aggregates."""
+    overall = _tail_distribution(raw.overall)
+    if overall.events == 0:
+        raise InputError("the input holds no events with a key: nothing to profile")
+    ops = {op: _tail_distribution(d) for op, d in raw.operations.items()}
+    src = {**source, "rows": raw.rows, "key_type": raw.key_type, "null_keys": raw.null_keys,
+           "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    rate = None
+    if raw.second_counts is not None and raw.window is not None:
+        rate = _rate(raw.second_counts, raw.window)
+        src["window"] = {
+            "start": datetime.fromtimestamp(raw.window[0], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "end": datetime.fromtimestamp(raw.window[1], UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+    sizes = {"quantiles": raw.size_quantiles} if raw.size_quantiles is not None else None
+    profile = Profile(source=src, dist=overall,
+                      privacy={"min_count": int(min_count), "pseudonymized": False},
+                      operations=ops, sizes=sizes, rate=rate)
+    return Profile.from_dict(profile.to_dict())  # the same validation a loaded file gets
+
+
+def count_profile(
+    inputs: Sequence[str],
+    *,
+    key: str,
+    counts: str | None = None,
+    op: str | None = None,
+    size: str | None = None,
+    time_col: str | None = None,
+    top_k: int = 500,
+    min_count: int = 1,
+    engine: str = "duckdb",
+    spark_master: str = "local[*]",
+    progress: Progress | None = None,
+) -> Profile:
+    """Count events per key in ``inputs`` and build a privacy-safe profile.
+
+    Parameters
+    ----------
+    inputs : sequence of str
+        Parquet, CSV (.gz) or JSON-lines files, or globs of them (one format per run).
+    key : str
+        Column holding the partition key (channel ID, ...).
+    counts : str, optional
+        The inputs are pre-aggregated (key, count) rows; this column holds the counts.
+    op, size, time_col : str, optional
+        Columns for per-operation distributions, payload-size quantiles, per-second rates.
+    top_k : int
+        Head size: keys kept exactly (default 500).
+    min_count : int
+        Privacy floor: no key seen fewer times is ever written.
+    engine : {"duckdb", "spark"}
+    progress : callable, optional
+        ``progress(stage, fraction_or_None)``, called from the counting thread's poller.
+    """
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if top_k < 1:
+        raise InputError(f"top-k must be >= 1, got {top_k}")
+    if min_count < 1:
+        raise InputError(f"min-count must be >= 1, got {min_count}")
+    if counts is not None and (size or time_col):
+        raise InputError("--size and --time need event rows; they cannot be used with --counts")
+    files, fmt = resolve_inputs(inputs)
+    spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
+                     time=time_col, top_k=top_k, min_count=min_count)
+    if engine == "duckdb":
+        from hotshard.profile.engines import duckdb_engine
+
+        raw = duckdb_engine.count(spec, progress)
+    else:
+        from hotshard.profile.engines import spark_engine
+
+        raw = spark_engine.count(spec, spark_master, progress)
+    source = {"key": key, "inputs": list(inputs), "engine": engine}
+    if counts:
+        source["counts"] = counts
+    return build_profile(raw, source=source, min_count=min_count)
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """What to count: shared by every engine."""
+
+    files: list[str]
+    fmt: str
+    key: str
+    counts: str | None
+    op: str | None
+    size: str | None
+    time: str | None
+    top_k: int
+    min_count: int
+
+    def columns(self) -> list[str]:
+        return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]
+
+
+def run_with_progress(work: Callable[[], object], poll: Callable[[], float | None],
+                      progress: Progress | None, stage: str) -> object:
+    """Run ``work`` in a thread, reporting ``poll()`` to ``progress`` until it finishes."""
+    if progress is None:
+        return work()
+    box: dict[str, object] = {}
+
+    def target():
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        progress(stage, poll())
+        thread.join(0.2)
+    progress(stage, 1.0)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]

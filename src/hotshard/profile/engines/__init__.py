@@ -1,0 +1,1 @@
+"""Counting engines behind ``hotshard profile``: each turns a ``CountSpec`` into ``RawCounts``."""

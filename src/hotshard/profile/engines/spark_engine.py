@@ -1,0 +1,163 @@
+"""Apache Spark engine: the same aggregates as the DuckDB engine, for data beyond one machine.
+
+Per-key counts stay distributed; only the head (top K), the count-of-counts and a few totals are
+collected to the driver. Quantiles use Spark's exact ``percentile`` (linear interpolation, as
+DuckDB's ``quantile_cont``) so both engines give the same profile.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from hotshard.errors import InputError
+from hotshard.profile.count import SIZE_QUANTILES, CountSpec, Progress, RawCounts, RawDist
+
+_INT_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType"}
+_NUM_TYPES = _INT_TYPES | {"FloatType", "DoubleType"}
+
+
+def _session(master: str):
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError("the Spark engine needs pyspark: pip install 'hotshard[spark]'") from None
+    # a local Spark binds its driver to loopback only
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas version notice
+        spark = _builder(SparkSession, master).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _builder(session_cls, master: str):
+    return (session_cls.builder.master(master).appName("hotshard-profile")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "2g"))
+
+
+def _read(spark, spec: CountSpec):
+    reader = spark.read
+    if spec.fmt == "parquet":
+        return reader.parquet(*spec.files)
+    if spec.fmt == "csv":
+        delim = "\t" if any(".tsv" in f for f in spec.files) else ","
+        return reader.csv(list(spec.files), header=True, inferSchema=True, sep=delim)
+    return reader.json(list(spec.files))
+
+
+def _dist(kc, spec: CountSpec) -> RawDist:
+    from pyspark.sql import functions as F
+
+    head = (kc.where(F.col("n") >= spec.min_count)
+            .orderBy(F.col("n").desc(), F.col("k").asc()).limit(spec.top_k)
+            .select(F.col("k").cast("string").alias("k"), "n").collect())
+    coc = kc.groupBy("n").agg(F.count(F.lit(1)).alias("c")).orderBy("n").collect()
+    return RawDist(
+        head_keys=[r["k"] for r in head],
+        head_counts=[int(r["n"]) for r in head],
+        coc_values=np.array([r["n"] for r in coc], dtype=np.int64),
+        coc_keys=np.array([r["c"] for r in coc], dtype=np.int64),
+    )
+
+
+def _type_name(df, col: str) -> str:
+    return type(df.schema[col].dataType).__name__
+
+
+def count(spec: CountSpec, master: str = "local[*]",
+          progress: Progress | None = None) -> RawCounts:
+    """Count events per key (and per op) with Spark."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    spark = _session(master)
+    try:
+        if progress:
+            progress("counting events per key (spark)", None)
+        df = _read(spark, spec)
+        missing = [c for c in spec.columns() if c not in df.columns]
+        if missing:
+            raise InputError(f"no column {missing[0]!r} in the input; its columns are: "
+                             f"{', '.join(df.columns)}")
+        for col, what in ((spec.counts, "--counts"), (spec.size, "--size")):
+            if col and _type_name(df, col) not in _NUM_TYPES:
+                raise InputError(f"{what} column {col!r} holds non-numeric values")
+        n_expr = F.sum(spec.counts) if spec.counts else F.count(F.lit(1))
+        if spec.counts:
+            c = F.col(spec.counts)
+            row = df.agg(F.min(c).alias("lo"), F.sum(c.isNull().cast("long")).alias("nulls"),
+                         F.sum((c != F.floor(c)).cast("long")).alias("frac")).collect()[0]
+            if row["lo"] is not None and row["lo"] < 0:
+                raise InputError(f"--counts column {spec.counts!r} holds a negative count "
+                                 f"({row['lo']})")
+            if row["nulls"]:
+                raise InputError(f"--counts column {spec.counts!r} has {row['nulls']} empty cells")
+            if row["frac"]:
+                raise InputError(f"--counts column {spec.counts!r} holds non-integer counts")
+        groups = [F.col(spec.key).alias("k")]
+        if spec.op:
+            groups.insert(0, F.col(spec.op).cast("string").alias("o"))
+        kco = (df.groupBy(*groups).agg(n_expr.cast("long").alias("n"),
+                                        F.count(F.lit(1)).alias("r")).cache())
+        kc_all = kco.groupBy("k").agg(F.sum("n").alias("n"), F.sum("r").alias("r")) if spec.op \
+            else kco
+        tot = kc_all.agg(F.sum("r").alias("rows"),
+                         F.sum(F.when(F.col("k").isNull(), F.col("n"))).alias("nulls")).collect()[0]
+        kc = kc_all.where(F.col("k").isNotNull() & (F.col("n") > 0)).cache()
+        overall = _dist(kc, spec)
+        operations = {}
+        if spec.op:
+            valid = kco.where(F.col("k").isNotNull() & F.col("o").isNotNull() & (F.col("n") > 0))
+            ops = sorted(r["o"] for r in valid.select("o").distinct().collect())
+            for o in ops:
+                operations[o] = _dist(valid.where(F.col("o") == o), spec)
+        sizes = None
+        if spec.size:
+            qs = ", ".join(str(q) for q in SIZE_QUANTILES)
+            vals = df.selectExpr(f"percentile(`{spec.size}`, array({qs})) AS q").collect()[0]["q"]
+            if vals is not None:
+                sizes = {str(q): float(v) for q, v in zip(SIZE_QUANTILES, vals, strict=True)}
+        second_counts = window = None
+        if spec.time:
+            second_counts, window = _per_second(df, spec)
+        key_type = "int64" if _type_name(df, spec.key) in _INT_TYPES else "string"
+        return RawCounts(rows=int(tot["rows"] or 0), null_keys=int(tot["nulls"] or 0),
+                         key_type=key_type, overall=overall, operations=operations,
+                         size_quantiles=sizes, second_counts=second_counts, window=window)
+    except PySparkException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"spark could not count the input: {first}") from None
+    finally:
+        spark.stop()
+
+
+def _per_second(df, spec: CountSpec):
+    from pyspark.sql import functions as F
+
+    kind = _type_name(df, spec.time)
+    t = F.col(spec.time)
+    if kind in ("TimestampType", "TimestampNTZType", "DateType"):
+        sec = F.floor(F.unix_timestamp(t.cast("timestamp")))
+    elif kind in _NUM_TYPES or kind == "DecimalType":
+        sec = F.floor(t)
+    else:
+        raise InputError(f"--time column {spec.time!r} has type {kind}: it must be a timestamp "
+                         "or numeric epoch seconds")
+    per_sec = df.where(t.isNotNull()).groupBy(sec.cast("long").alias("sec")).agg(
+        F.count(F.lit(1)).alias("c")).cache()
+    bounds = per_sec.agg(F.min("sec").alias("lo"), F.max("sec").alias("hi")).collect()[0]
+    if bounds["lo"] is None:
+        return None, None
+    coc = per_sec.groupBy("c").agg(F.count(F.lit(1)).alias("s")).orderBy("c").collect()
+    return ((np.array([r["c"] for r in coc], dtype=np.int64),
+             np.array([r["s"] for r in coc], dtype=np.int64)),
+            (float(bounds["lo"]), float(bounds["hi"])))

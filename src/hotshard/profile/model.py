@@ -1,0 +1,425 @@
+"""The key-frequency profile (format ``hotshard.profile/1``): model, validation, JSON, scaling.
+
+A profile holds counts per key and nothing else of the events: the head (most frequent keys,
+exact counts), the tail as a fitted discrete power law plus its count-of-counts histogram, and
+optional per-operation distributions, payload-size quantiles and rates. It is validated on load
+with errors that name the offending field, and it stays small (log-binned histogram) whatever
+the input size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import HotshardError
+
+__all__ = ["FORMAT", "KeyDistribution", "Profile", "ProfileError", "TailModel", "bin_tail"]
+
+FORMAT = "hotshard.profile/1"
+# Count values up to this are kept exactly in the tail histogram; above, log bins.
+EXACT_LIMIT = 1024
+BINS_PER_DECADE = 16
+
+
+class ProfileError(HotshardError, ValueError):
+    """A profile file is malformed or inconsistent; the message names the field."""
+
+
+@dataclass(frozen=True)
+class TailModel:
+    """Keys outside the head: counts only, as a count-of-counts histogram plus a fitted law.
+
+    ``values[i]`` is a per-key count seen exactly, ``keys[i]`` how many tail keys had it.
+    Counts above ``EXACT_LIMIT`` are log-binned: ``bin_keys[j]`` keys with counts in
+    [bin_lo[j], bin_hi[j]) carrying ``bin_events[j]`` events in all.
+    """
+
+    keys: float
+    events: float
+    values: NDArray[np.float64]
+    value_keys: NDArray[np.float64]
+    bin_lo: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    bin_hi: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    bin_keys: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    bin_events: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    power_law: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict:
+        hist: dict[str, Any] = {"values": _num_list(self.values), "keys": _num_list(self.value_keys)}
+        if self.bin_lo.size:
+            hist["bins"] = {
+                "lo": _num_list(self.bin_lo),
+                "hi": _num_list(self.bin_hi),
+                "keys": _num_list(self.bin_keys),
+                "events": _num_list(self.bin_events),
+            }
+        return {
+            "keys": _num(self.keys),
+            "events": _num(self.events),
+            "power_law": self.power_law,
+            "histogram": hist,
+        }
+
+    def classes(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(per-key count, number of keys) classes; a bin counts as its mean count per key."""
+        means = np.divide(self.bin_events, self.bin_keys, out=np.zeros_like(self.bin_events),
+                          where=self.bin_keys > 0)
+        return (np.concatenate([self.values, means]),
+                np.concatenate([self.value_keys, self.bin_keys]))
+
+
+@dataclass(frozen=True)
+class KeyDistribution:
+    """One key-frequency distribution: totals, the head exactly, the tail as a model."""
+
+    events: float
+    keys: float
+    head_keys: tuple[str, ...]
+    head_counts: NDArray[np.float64]
+    tail: TailModel
+
+    def to_dict(self) -> dict:
+        return {
+            "totals": {"events": _num(self.events), "keys": _num(self.keys)},
+            "head": {"keys": list(self.head_keys), "counts": _num_list(self.head_counts)},
+            "tail": self.tail.to_dict(),
+        }
+
+    def shares(self) -> dict[str, float]:
+        """Top-1, top-10 and top-1%-of-keys shares of all events (computed, head and tail)."""
+        counts, keys = self.tail.classes()
+        order = np.argsort(counts)[::-1]
+        all_counts = np.concatenate([self.head_counts, counts[order]])
+        all_keys = np.concatenate([np.ones(self.head_counts.size), keys[order]])
+        return {
+            "top1": _top_share(all_counts, all_keys, 1, self.events),
+            "top10": _top_share(all_counts, all_keys, 10, self.events),
+            "top1pct": _top_share(all_counts, all_keys, max(1.0, 0.01 * self.keys), self.events),
+        }
+
+
+def _top_share(counts, keys, k: float, total: float) -> float:
+    if total <= 0:
+        return 0.0
+    cum_keys = np.cumsum(keys)
+    idx = int(np.searchsorted(cum_keys, k))
+    taken = float(np.dot(counts[:idx], keys[:idx]))
+    if idx < counts.size:
+        before = cum_keys[idx - 1] if idx else 0.0
+        taken += counts[idx] * (k - before)
+    return min(1.0, taken / total)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A ``hotshard.profile/1`` document. Build with ``from_dict``/``load``; never mutated."""
+
+    source: dict[str, Any]
+    dist: KeyDistribution
+    privacy: dict[str, Any] = field(default_factory=lambda: {"min_count": 1,
+                                                              "pseudonymized": False})
+    placement: dict[str, Any] = field(default_factory=dict)
+    operations: dict[str, KeyDistribution] = field(default_factory=dict)
+    sizes: dict[str, Any] | None = None
+    rate: dict[str, Any] | None = None
+
+    # -- convenience views ------------------------------------------------------------------
+    @property
+    def events(self) -> float:
+        return self.dist.events
+
+    @property
+    def keys(self) -> float:
+        return self.dist.keys
+
+    @property
+    def head_keys(self) -> tuple[str, ...]:
+        return self.dist.head_keys
+
+    @property
+    def head_counts(self) -> NDArray[np.float64]:
+        return self.dist.head_counts
+
+    @property
+    def tail(self) -> TailModel:
+        return self.dist.tail
+
+    # -- serialisation ----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"format": FORMAT, "source": self.source, **self.dist.to_dict(),
+                               "privacy": self.privacy}
+        if self.placement:
+            out["placement"] = self.placement
+        if self.operations:
+            out["operations"] = {op: d.to_dict() for op, d in self.operations.items()}
+        if self.sizes is not None:
+            out["sizes"] = self.sizes
+        if self.rate is not None:
+            out["rate"] = self.rate
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically: a failure never leaves a half-written profile."""
+        from hotshard._atomic import atomic_write
+
+        with atomic_write(path) as handle:
+            handle.write(self.to_json())
+            handle.write("\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Profile:
+        p = Path(path)
+        if not p.exists():
+            raise ProfileError(f"no such profile: {path}")
+        if p.is_dir():
+            raise ProfileError(f"{path} is a directory, not a profile")
+        text = p.read_text(errors="replace")
+        if not text.strip():
+            raise ProfileError(f"{path} is empty: not a profile")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProfileError(f"{path} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+        try:
+            return cls.from_dict(doc)
+        except ProfileError as exc:
+            raise ProfileError(f"{path}: {exc}") from None
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Profile:
+        """Validate a decoded document (schema and consistency) and build the profile."""
+        if not isinstance(doc, dict):
+            raise ProfileError("a profile is a JSON object")
+        fmt = doc.get("format")
+        if fmt != FORMAT:
+            raise ProfileError(
+                f"format is {fmt!r}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
+            )
+        source = _get(doc, "source", dict, "profile")
+        privacy = doc.get("privacy", {"min_count": 1, "pseudonymized": False})
+        if not isinstance(privacy, dict):
+            raise ProfileError("privacy must be an object")
+        dist = _parse_dist(doc, "profile")
+        min_count = privacy.get("min_count", 1)
+        if not _is_number(min_count) or min_count < 1:
+            raise ProfileError(f"privacy.min_count must be a number >= 1, got {min_count!r}")
+        if dist.head_counts.size and dist.head_counts.min() < min_count and not source.get(
+                "scaled"):
+            raise ProfileError(
+                f"head.counts holds a count below privacy.min_count ({min_count})"
+            )
+        ops_doc = doc.get("operations", {}) or {}
+        if not isinstance(ops_doc, dict):
+            raise ProfileError("operations must be an object of op -> distribution")
+        operations = {str(op): _parse_dist(d, f"operations.{op}") for op, d in ops_doc.items()}
+        for name in ("sizes", "rate", "placement"):
+            if doc.get(name) is not None and not isinstance(doc[name], dict):
+                raise ProfileError(f"{name} must be an object")
+        return cls(source=source, dist=dist, privacy=privacy,
+                   placement=doc.get("placement") or {}, operations=operations,
+                   sizes=doc.get("sizes"), rate=doc.get("rate"))
+
+    # -- scaling ----------------------------------------------------------------------------
+    def scaled(self, *, events: float | None = None, keys: float | None = None) -> Profile:
+        """The same workload shape at another size.
+
+        ``keys``: the tail gets proportionally more (or fewer) keys in every count class, i.e.
+        it is extended along its own distribution (the fitted law where it holds); head keys
+        stay. ``events``: every count is multiplied so the total is ``events``, keeping every
+        key's share. Scaled counts are expected counts (not necessarily integers).
+        """
+        dist = _scale_dist(self.dist, events, keys)
+        ops = {}
+        for op, d in self.operations.items():
+            share = d.events / self.events if self.events else 0.0
+            ops[op] = _scale_dist(d, None if events is None else events * share,
+                                  None if keys is None else keys * d.keys / self.keys)
+        return replace(self, dist=dist, operations=ops,
+                       source={**self.source, "scaled": {"events": events, "keys": keys}})
+
+
+def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None) -> KeyDistribution:
+    if events is not None and events <= 0:
+        raise ProfileError(f"events must be > 0, got {events}")
+    if keys is not None and keys < len(d.head_keys):
+        raise ProfileError(
+            f"keys must be at least the {len(d.head_keys)} head keys, got {keys}"
+        )
+    tail = d.tail
+    if keys is not None and tail.keys > 0:
+        g = (keys - len(d.head_keys)) / tail.keys
+        tail = replace(tail, keys=tail.keys * g, events=tail.events * g,
+                       value_keys=tail.value_keys * g, bin_keys=tail.bin_keys * g,
+                       bin_events=tail.bin_events * g)
+    head_events = float(d.head_counts.sum())
+    total = head_events + tail.events
+    f = 1.0 if events is None or total == 0 else events / total
+    tail = replace(tail, events=tail.events * f, values=tail.values * f,
+                   bin_lo=tail.bin_lo * f, bin_hi=tail.bin_hi * f, bin_events=tail.bin_events * f)
+    return KeyDistribution(events=total * f, keys=len(d.head_keys) + tail.keys,
+                           head_keys=d.head_keys, head_counts=d.head_counts * f, tail=tail)
+
+
+# -- building from exact counts ------------------------------------------------------------
+def bin_tail(values: NDArray, keys: NDArray, power_law: dict | None) -> TailModel:
+    """Tail model from exact count-of-counts: values up to EXACT_LIMIT kept, the rest log-binned."""
+    values = np.asarray(values, dtype=np.float64)
+    keys = np.asarray(keys, dtype=np.float64)
+    order = np.argsort(values)
+    values, keys = values[order], keys[order]
+    exact = values <= EXACT_LIMIT
+    big_v, big_k = values[~exact], keys[~exact]
+    lo = hi = bk = be = np.zeros(0)
+    if big_v.size:
+        idx = np.floor(np.log10(big_v) * BINS_PER_DECADE).astype(np.int64)
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        edges_lo = np.floor(10.0 ** (uniq / BINS_PER_DECADE))
+        edges_hi = np.floor(10.0 ** ((uniq + 1) / BINS_PER_DECADE))
+        # make edges consistent with the members (floating log10 at exact powers)
+        lo = np.minimum(edges_lo, np.array([big_v[inverse == i].min() for i in range(uniq.size)]))
+        hi = np.maximum(edges_hi, np.array([big_v[inverse == i].max() + 1
+                                            for i in range(uniq.size)]))
+        bk = np.bincount(inverse, weights=big_k)
+        be = np.bincount(inverse, weights=big_k * big_v)
+    return TailModel(
+        keys=float(keys.sum()),
+        events=float(np.dot(values, keys)),
+        values=values[exact],
+        value_keys=keys[exact],
+        bin_lo=lo, bin_hi=hi, bin_keys=bk, bin_events=be,
+        power_law=power_law,
+    )
+
+
+# -- parsing helpers -----------------------------------------------------------------------
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _num(v: float) -> int | float:
+    return int(v) if float(v).is_integer() and abs(v) < 2**63 else float(v)
+
+
+def _num_list(arr) -> list:
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.size and np.all(arr == np.floor(arr)) and np.all(np.abs(arr) < 2**53):
+        return arr.astype(np.int64).tolist()
+    return arr.tolist()
+
+
+def _get(doc: dict, key: str, kind: type, where: str):
+    if key not in doc:
+        raise ProfileError(f"{where} is missing field {key!r}")
+    val = doc[key]
+    if not isinstance(val, kind):
+        raise ProfileError(f"{where}.{key} must be a {kind.__name__}")
+    return val
+
+
+def _numbers(val: Any, where: str, *, positive: bool = False) -> NDArray[np.float64]:
+    if not isinstance(val, list):
+        raise ProfileError(f"{where} must be a list of numbers")
+    for i, v in enumerate(val):
+        if not _is_number(v) or v < 0 or (positive and v == 0):
+            rule = "> 0" if positive else ">= 0"
+            raise ProfileError(f"{where}[{i}] must be a number {rule}, got {v!r}")
+    return np.asarray(val, dtype=np.float64)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _parse_dist(doc: Any, where: str) -> KeyDistribution:
+    if not isinstance(doc, dict):
+        raise ProfileError(f"{where} must be an object")
+    totals = _get(doc, "totals", dict, where)
+    head = _get(doc, "head", dict, where)
+    tail = _get(doc, "tail", dict, where)
+    for key in ("events", "keys"):
+        if not _is_number(totals.get(key)) or totals[key] < 0:
+            raise ProfileError(f"{where}.totals.{key} must be a number >= 0")
+    keys = _get(head, "keys", list, f"{where}.head")
+    counts = _numbers(_get(head, "counts", list, f"{where}.head"), f"{where}.head.counts",
+                      positive=True)
+    if len(keys) != counts.size:
+        raise ProfileError(f"{where}.head has {len(keys)} keys but {counts.size} counts")
+    if any(not isinstance(k, str) for k in keys):
+        raise ProfileError(f"{where}.head.keys must be strings")
+    if len(set(keys)) != len(keys):
+        raise ProfileError(f"{where}.head.keys holds a key twice")
+    if counts.size > 1 and np.any(np.diff(counts) > 0):
+        raise ProfileError(f"{where}.head.counts must be sorted, most frequent first")
+    tail_model = _parse_tail(tail, f"{where}.tail")
+    dist = KeyDistribution(float(totals["events"]), float(totals["keys"]), tuple(keys), counts,
+                           tail_model)
+    if not _close(dist.events, float(counts.sum()) + tail_model.events):
+        raise ProfileError(
+            f"{where}.totals.events ({_num(dist.events)}) != head counts + tail.events "
+            f"({_num(float(counts.sum()) + tail_model.events)})"
+        )
+    if not _close(dist.keys, len(keys) + tail_model.keys):
+        raise ProfileError(
+            f"{where}.totals.keys ({_num(dist.keys)}) != head keys + tail.keys "
+            f"({_num(len(keys) + tail_model.keys)})"
+        )
+    return dist
+
+
+def _parse_tail(tail: dict, where: str) -> TailModel:
+    for key in ("events", "keys"):
+        if not _is_number(tail.get(key)) or tail[key] < 0:
+            raise ProfileError(f"{where}.{key} must be a number >= 0")
+    hist = _get(tail, "histogram", dict, where)
+    values = _numbers(_get(hist, "values", list, f"{where}.histogram"),
+                      f"{where}.histogram.values", positive=True)
+    vkeys = _numbers(_get(hist, "keys", list, f"{where}.histogram"), f"{where}.histogram.keys")
+    if values.size != vkeys.size:
+        raise ProfileError(f"{where}.histogram has {values.size} values but {vkeys.size} keys")
+    arrays = {}
+    bins = hist.get("bins")
+    if bins is not None:
+        if not isinstance(bins, dict):
+            raise ProfileError(f"{where}.histogram.bins must be an object")
+        for name in ("lo", "hi", "keys", "events"):
+            arrays[name] = _numbers(_get(bins, name, list, f"{where}.histogram.bins"),
+                                    f"{where}.histogram.bins.{name}")
+        if len({a.size for a in arrays.values()}) != 1:
+            raise ProfileError(f"{where}.histogram.bins lists differ in length")
+        if np.any(arrays["hi"] <= arrays["lo"]):
+            raise ProfileError(f"{where}.histogram.bins: every hi must exceed its lo")
+    pl = tail.get("power_law")
+    if pl is not None:
+        if not isinstance(pl, dict):
+            raise ProfileError(f"{where}.power_law must be an object or null")
+        alpha, xmin = pl.get("alpha"), pl.get("xmin")
+        if not _is_number(alpha) or alpha <= 1:
+            raise ProfileError(f"{where}.power_law.alpha must be a number > 1, got {alpha!r}")
+        if not _is_number(xmin) or xmin < 1:
+            raise ProfileError(f"{where}.power_law.xmin must be a number >= 1, got {xmin!r}")
+    model = TailModel(
+        keys=float(tail["keys"]), events=float(tail["events"]), values=values, value_keys=vkeys,
+        bin_lo=arrays.get("lo", np.zeros(0)), bin_hi=arrays.get("hi", np.zeros(0)),
+        bin_keys=arrays.get("keys", np.zeros(0)), bin_events=arrays.get("events", np.zeros(0)),
+        power_law=pl,
+    )
+    hist_keys = float(vkeys.sum() + model.bin_keys.sum())
+    hist_events = float(np.dot(values, vkeys) + model.bin_events.sum())
+    if not _close(hist_keys, model.keys):
+        raise ProfileError(f"{where}.histogram holds {_num(hist_keys)} keys, "
+                           f"but {where}.keys is {_num(model.keys)}")
+    if not _close(hist_events, model.events):
+        raise ProfileError(f"{where}.histogram holds {_num(hist_events)} events, "
+                           f"but {where}.events is {_num(model.events)}")
+    return model
