@@ -114,6 +114,121 @@ def fit(input_path, column, histogram, xmin, bootstrap, seed, workers, compare, 
         click.echo(fit_summary(result, input_path))
 
 
+class _ProgressBar:
+    """A rich progress bar on stderr, shown only on a terminal and without --quiet."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def __call__(self, stage: str, fraction: float | None) -> None:
+        if self._bar is None:
+            return
+        if stage not in self._tasks:
+            self._tasks[stage] = self._bar.add_task(stage, total=1.0)
+        if fraction is not None:
+            self._bar.update(self._tasks[stage], completed=fraction)
+
+    @property
+    def callback(self):
+        return self if self.enabled else None
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--key", required=True, metavar="COL", help="Column holding the partition key.")
+@click.option("--counts", metavar="COL",
+              help="Inputs are pre-aggregated key,count rows (a GROUP BY); COL holds the counts.")
+@click.option("--op", metavar="COL", help="Also profile each operation (read/write...) apart.")
+@click.option("--size", metavar="COL", help="Payload size column: record its quantiles.")
+@click.option("--time", "time_col", metavar="COL",
+              help="Event time column (timestamp or epoch seconds): record mean/p99/peak rate.")
+@click.option("--top-k", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Keys kept exactly in the head.")
+@click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Privacy floor: no key seen fewer times is ever written.")
+@click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb",
+              show_default=True, help="Counting engine.")
+@click.option("--spark-master", default="local[*]", show_default=True,
+              help="Spark master URL for --engine spark.")
+@click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, spark_master,
+            output, quiet):
+    """Count requests per key in production data and write a privacy-safe profile.
+
+    INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
+    column and counts leave: the profile holds the top --top-k keys with exact counts (never a
+    key seen fewer than --min-count times), the rest as a fitted discrete power law plus the
+    exact count-of-counts histogram. Format: hotshard.profile/1.
+
+    \b
+    Examples:
+      hotshard profile 'events/*.parquet' --key channel_id -o profile.json
+      hotshard profile daily_counts.csv --key channel_id --counts n -o profile.json
+      hotshard profile trace.parquet --key lbn --op op --size size --time time -o p.json
+    """
+    from hotshard.profile.count import count_profile
+
+    with _ProgressBar(not quiet) as bar:
+        result = count_profile(list(inputs), key=key, counts=counts, op=op, size=size,
+                               time_col=time_col, top_k=top_k, min_count=min_count,
+                               engine=engine, spark_master=spark_master, progress=bar.callback)
+    result.save(output)
+    pl = result.tail.power_law
+    tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl
+            else "tail: histogram only (no power-law fit)")
+    head_share = float(result.head_counts.sum()) / result.events
+    click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
+               f"head {len(result.head_keys)} keys ({head_share:.1%} of events); {tail}")
+
+
+@cli.command()
+@click.argument("profile_path", metavar="PROFILE")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--plot", metavar="PNG", help="Draw the rank-frequency curve (log-log) to PNG.")
+def inspect(profile_path, as_json, plot):
+    """Summarise a profile: shares of the hottest keys, the tail fit, warnings.
+
+    Shows events, distinct keys, top-1 / top-10 / top-1% shares against a uniform workload,
+    the tail's power law and how well it fits, per-operation splits, rates and payload sizes,
+    and warnings (for instance when the keys have no semantic hot spot, so uniform synthetic
+    keys would be fine). --plot draws the rank-frequency curve with the head and fitted tail.
+    """
+    from hotshard.profile.inspect import summarize
+    from hotshard.profile.model import Profile
+    from hotshard.render import profile_summary
+
+    loaded = Profile.load(profile_path)
+    summary = summarize(loaded)
+    if plot:
+        from hotshard.report.rank_frequency import plot_rank_frequency
+
+        plot_rank_frequency(loaded, plot)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict()))
+    else:
+        click.echo(profile_summary(summary, profile_path))
+        if plot:
+            click.echo(f"wrote {plot}")
+
+
 @cli.command()
 @click.option("--seed", type=click.IntRange(min=0), default=2026, show_default=True,
               help="Seed of the synthetic production data.")

@@ -44,3 +44,40 @@ def fit_summary(fit: PowerLawFit, source: str) -> str:
     if fit.n_tail < 50:
         lines.append(f"  warning: only {fit.n_tail} tail observations; alpha is uncertain")
     return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2%}"
+
+
+def profile_summary(summary, source: str) -> str:
+    """`hotshard inspect`: the numbers first, then the warnings."""
+    s = summary
+    lines = [
+        f"Profile {source}",
+        f"  events           {s.events:,.0f}",
+        f"  distinct keys    {s.keys:,.0f}",
+        f"  head             {s.head_keys:,} keys carry {_pct(s.head_share)} of events",
+        f"  top-1 key        {_pct(s.top1_share)}",
+        f"  top-10 keys      {_pct(s.top10_share)}",
+        f"  top-1% of keys   {_pct(s.top1pct_share)}"
+        + (f" ({s.top1pct_vs_uniform:.1f}x a uniform workload)"
+           if s.top1pct_vs_uniform == s.top1pct_vs_uniform else ""),
+    ]
+    if s.tail_alpha is not None:
+        lines.append(f"  tail power law   alpha {s.tail_alpha:.3f} +/- {s.tail_alpha_se:.3f}, "
+                     f"xmin {s.tail_xmin:,.0f}, KS {s.tail_ks:.3f} (fit {s.fit_quality})")
+    else:
+        lines.append(f"  tail power law   {s.fit_quality}")
+    for op, d in s.operations.items():
+        lines.append(f"  op {op:<13} {d['share']:.1%} of events, {d['keys']:,.0f} keys, "
+                     f"top-1 key {d['top1_share']:.2%}")
+    if s.rate:
+        lines.append(f"  rate             mean {s.rate['mean_rps']:,.1f}/s, "
+                     f"p99 {s.rate['p99_rps']:,.0f}/s, peak {s.rate['peak_rps']:,.0f}/s "
+                     f"over {s.rate['seconds']:,} s")
+    if s.sizes:
+        lines.append("  payload sizes    " + ", ".join(
+            f"p{float(q) * 100:g} {v:,.0f}" for q, v in s.sizes.items()))
+    lines.extend(f"  warning: {w}" for w in s.warnings)
+    return "\n".join(lines)

@@ -88,7 +88,9 @@ def resolve_inputs(inputs: Sequence[str]) -> tuple[list[str], str]:
             raise InputError(f"{f} is empty")
     formats = {_fmt_of(f) for f in files}
     if len(formats) > 1:
-        raise InputError(f"inputs mix formats ({', '.join(sorted(formats))}): profile one at a time")
+        raise InputError(
+            f"inputs mix formats ({', '.join(sorted(formats))}): profile one at a time"
+        )
     return files, formats.pop()
 
 

@@ -53,7 +53,8 @@ class TailModel:
     power_law: dict[str, Any] | None = None
 
     def to_dict(self) -> dict:
-        hist: dict[str, Any] = {"values": _num_list(self.values), "keys": _num_list(self.value_keys)}
+        hist: dict[str, Any] = {"values": _num_list(self.values),
+                                "keys": _num_list(self.value_keys)}
         if self.bin_lo.size:
             hist["bins"] = {
                 "lo": _num_list(self.bin_lo),

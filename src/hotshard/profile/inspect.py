@@ -1,0 +1,87 @@
+"""What a profile says, in numbers an engineer reads first: shares, tail, warnings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from hotshard.profile.model import Profile
+
+__all__ = ["ProfileSummary", "summarize"]
+
+# The top 1% of keys carrying less than twice their fair share: no key stands out.
+NEAR_UNIFORM_TOP1PCT_RATIO = 2.0
+# KS distance above which one power law does not describe the tail.
+POOR_FIT_KS = 0.1
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    events: float
+    keys: float
+    head_keys: int
+    head_share: float
+    top1_share: float
+    top10_share: float
+    top1pct_share: float
+    top1pct_vs_uniform: float
+    tail_alpha: float | None
+    tail_alpha_se: float | None
+    tail_xmin: float | None
+    tail_ks: float | None
+    fit_quality: str
+    operations: dict[str, dict[str, float]]
+    rate: dict | None
+    sizes: dict | None
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+def _fit_quality(ks: float | None) -> str:
+    if ks is None:
+        return "no power-law fit (histogram only)"
+    if ks <= 0.02:
+        return "good"
+    if ks <= POOR_FIT_KS:
+        return "fair"
+    return "poor"
+
+
+def summarize(profile: Profile) -> ProfileSummary:
+    """Compute the summary `hotshard inspect` shows."""
+    dist = profile.dist
+    shares = dist.shares()
+    pl = dist.tail.power_law or {}
+    ratio = shares["top1pct"] / 0.01 if dist.keys >= 100 else float("nan")
+    warnings = []
+    if dist.keys >= 100 and ratio < NEAR_UNIFORM_TOP1PCT_RATIO:
+        warnings.append(
+            f"no semantic hot spot: the top 1% of keys carry {shares['top1pct']:.1%} of events "
+            f"({ratio:.1f}x their fair share); uniform keys would be fine here"
+        )
+    ks = pl.get("ks")
+    if ks is not None and ks > POOR_FIT_KS:
+        warnings.append(
+            f"one power law fits the tail poorly (KS {ks:.2f}): generate from the exact "
+            "histogram (--tail histogram)"
+        )
+    if pl and pl.get("n_tail", 0) < 50:
+        warnings.append(f"the power-law tail rests on only {pl.get('n_tail')} keys")
+    if len(dist.head_keys) == 0:
+        warnings.append("the head is empty: no key reached privacy.min_count")
+    ops = {op: {"events": d.events, "keys": d.keys,
+                "share": d.events / dist.events if dist.events else 0.0,
+                "top1_share": d.shares()["top1"]}
+           for op, d in profile.operations.items()}
+    return ProfileSummary(
+        events=dist.events, keys=dist.keys, head_keys=len(dist.head_keys),
+        head_share=float(dist.head_counts.sum()) / dist.events if dist.events else 0.0,
+        top1_share=shares["top1"], top10_share=shares["top10"], top1pct_share=shares["top1pct"],
+        top1pct_vs_uniform=ratio,
+        tail_alpha=pl.get("alpha"), tail_alpha_se=pl.get("alpha_se"), tail_xmin=pl.get("xmin"),
+        tail_ks=ks, fit_quality=_fit_quality(ks), operations=ops, rate=profile.rate,
+        sizes=(profile.sizes or {}).get("quantiles"), warnings=tuple(warnings),
+    )

@@ -1,0 +1,1 @@
+"""Reports and plots drawn from results (matplotlib imported lazily, Agg backend)."""

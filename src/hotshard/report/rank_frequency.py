@@ -1,0 +1,64 @@
+"""Rank-frequency plot of a profile: head points, the tail histogram, the fitted power law."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from hotshard._atomic import atomic_write
+from hotshard.profile.model import Profile
+from hotshard.profile.powerlaw import DiscretePowerLaw
+
+__all__ = ["plot_rank_frequency"]
+
+
+def _tail_ranks(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, count) steps of the tail classes, most frequent first, after the head."""
+    counts, keys = profile.tail.classes()
+    order = np.argsort(counts)[::-1]
+    counts, keys = counts[order], keys[order]
+    keep = keys > 0
+    counts, keys = counts[keep], keys[keep]
+    edges = len(profile.head_keys) + 1 + np.concatenate([[0], np.cumsum(keys)])
+    # one more point so the last class's step runs to the last key's rank
+    return edges, np.append(counts, counts[-1]) if counts.size else counts
+
+
+def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
+                        title: str | None = None) -> None:
+    """Draw the rank-frequency curve on log-log axes and write a PNG atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    head = profile.head_counts
+    if head.size:
+        ax.loglog(np.arange(1, head.size + 1), head, "o", ms=3, color="#c0392b",
+                  label=f"head: top {head.size} keys (exact)")
+    ranks, counts = _tail_ranks(profile)
+    if counts.size:
+        ax.step(ranks, counts, where="post", color="#2c3e50", lw=1.2,
+                label="tail: count-of-counts histogram")
+    pl = profile.tail.power_law
+    if pl:
+        law = DiscretePowerLaw(pl["alpha"], int(pl["xmin"]))
+        top = max(float(counts.max()) if counts.size else pl["xmin"], pl["xmin"] + 1)
+        c = np.unique(np.geomspace(pl["xmin"], top, 200).round())
+        rank = len(profile.head_keys) + pl["n_tail"] * law.ccdf(c)
+        ax.loglog(rank, c, "--", color="#27ae60", lw=1.5,
+                  label=f"fitted power law: alpha {pl['alpha']:.2f}, xmin {int(pl['xmin'])}")
+    uniform = profile.events / profile.keys
+    ax.axhline(uniform, color="#7f8c8d", lw=1, ls=":", label="uniform keys (every key equal)")
+    ax.set_xlabel("key rank")
+    ax.set_ylabel("events per key")
+    ax.set_title(title or f"{profile.source.get('key', 'key')}: {int(profile.events):,} events, "
+                          f"{int(profile.keys):,} keys")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as handle:
+        fig.savefig(handle, format="png")
+    plt.close(fig)

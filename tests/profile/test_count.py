@@ -1,0 +1,163 @@
+"""Counting real traces into profiles: exact heads, totals that add up, nothing else leaks."""
+
+import gzip
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hotshard.errors import InputError
+from hotshard.profile.count import count_profile
+from hotshard.profile.model import Profile
+from tests.conftest import shared
+
+TRACES = ["web07", "web12", "orm-busy", "scarab-recs", "corda-vault"]
+
+
+def exact_counts(path, column="key"):
+    keys = pq.read_table(path, columns=[column]).column(column).to_numpy()
+    uniq, counts = np.unique(keys, return_counts=True)
+    return uniq, counts
+
+
+@pytest.mark.parametrize("trace", TRACES)
+def test_head_exact_and_totals_add_up(trace):
+    path = shared("traces", f"{trace}.parquet")
+    uniq, counts = exact_counts(path)
+    prof = count_profile([str(path)], key="key")
+    assert prof.events == counts.sum()
+    assert prof.keys == uniq.size
+    # head: the top 500 by count, ties broken by key, counts exact
+    order = np.lexsort((uniq, -counts))[:500]
+    assert list(prof.head_keys) == [str(k) for k in uniq[order]]
+    assert prof.head_counts.tolist() == counts[order].tolist()
+    # tail: the exact count-of-counts of every key outside the head
+    rest = np.delete(counts, order)
+    tail_vals, tail_keys = np.unique(rest, return_counts=True)
+    small = tail_vals <= 1024
+    assert prof.tail.values.tolist() == tail_vals[small].tolist()
+    assert prof.tail.value_keys.tolist() == tail_keys[small].tolist()
+    assert prof.tail.keys == rest.size
+    assert prof.tail.events == rest.sum()
+    assert prof.source["key_type"] == "int64"
+
+
+def test_cloudphysics_ops_sizes_and_rate():
+    path = shared("traces", "cloudphysics.parquet")
+    table = pq.read_table(path).to_pandas()
+    prof = count_profile([str(path)], key="lbn", op="op", size="size", time_col="time")
+    assert prof.events == len(table)
+    by_op = table.groupby("op").size()
+    assert {op: d.events for op, d in prof.operations.items()} == {
+        str(op): float(n) for op, n in by_op.items()}
+    for op, d in prof.operations.items():
+        sub = table[table["op"].astype(str) == op]
+        assert d.keys == sub["lbn"].nunique()
+        assert d.head_counts[0] == sub["lbn"].value_counts().iloc[0]
+    q = np.quantile(table["size"], [0.5, 0.9, 0.99])  # linear interpolation, as quantile_cont
+    assert [prof.sizes["quantiles"][k] for k in ("0.5", "0.9", "0.99")] == pytest.approx(q)
+    sec = np.floor(table["time"]).astype(np.int64)
+    per_second = np.bincount(sec - sec.min())
+    assert prof.rate["peak_rps"] == per_second.max()
+    assert prof.rate["mean_rps"] == pytest.approx(len(table) / per_second.size)
+    assert prof.rate["p99_rps"] == np.sort(per_second)[int(np.ceil(0.99 * per_second.size)) - 1]
+
+
+def test_only_key_and_counts_leave(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 5000
+    keys = rng.zipf(2.0, n) % 300
+    table = pa.table({
+        "channel_id": keys,
+        "user_id": [f"SECRET-USER-{i}" for i in range(n)],
+        "content": [f"SECRET-MESSAGE-{i}" for i in range(n)],
+    })
+    pq.write_table(table, tmp_path / "events.parquet")
+    prof = count_profile([str(tmp_path / "events.parquet")], key="channel_id")
+    text = prof.to_json()
+    assert "SECRET" not in text
+    assert prof.events == n
+
+
+def test_formats_and_globs_agree(tmp_path):
+    rng = np.random.default_rng(2)
+    keys = (rng.zipf(1.8, 4000) % 500).astype(str)
+    keys = np.char.add("ch-", keys)
+    pq.write_table(pa.table({"k": keys[:2000]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"k": keys[2000:]}), tmp_path / "b.parquet")
+    (tmp_path / "all.csv").write_text("k,other\n" + "".join(f"{k},x\n" for k in keys))
+    with gzip.open(tmp_path / "all.csv.gz", "wt") as fh:
+        fh.write("k\n" + "".join(f"{k}\n" for k in keys))
+    (tmp_path / "all.jsonl").write_text("".join(json.dumps({"k": k}) + "\n" for k in keys))
+    profiles = [count_profile([str(tmp_path / "*.parquet")], key="k")] + [
+        count_profile([str(tmp_path / name)], key="k")
+        for name in ("all.csv", "all.csv.gz", "all.jsonl")]
+    dicts = [p.dist.to_dict() for p in profiles]
+    assert all(d == dicts[0] for d in dicts)
+    assert profiles[0].source["key_type"] == "string"
+
+
+def test_preaggregated_counts_sum_duplicates(tmp_path):
+    (tmp_path / "c.csv").write_text("channel,n\na,10\nb,3\na,5\nc,1\n")
+    prof = count_profile([str(tmp_path / "c.csv")], key="channel", counts="n")
+    assert list(prof.head_keys) == ["a", "b", "c"]
+    assert prof.head_counts.tolist() == [15, 3, 1]
+    assert prof.events == 19
+
+
+def test_min_count_privacy_floor(tmp_path):
+    (tmp_path / "c.csv").write_text("k,n\nbig,100\nmid,20\nrare,2\nrarer,1\n")
+    prof = count_profile([str(tmp_path / "c.csv")], key="k", counts="n", min_count=10)
+    assert list(prof.head_keys) == ["big", "mid"]
+    assert "rare" not in prof.to_json()
+    assert prof.events == 123 and prof.keys == 4  # the rare keys still count, as tail mass
+
+
+def test_profile_stays_small_for_a_huge_key_space(tmp_path):
+    rng = np.random.default_rng(3)
+    counts = np.minimum(rng.zipf(1.6, 400_000), 10**9)  # many distinct count values
+    pq.write_table(pa.table({"k": np.arange(counts.size), "n": counts}), tmp_path / "c.parquet")
+    prof = count_profile([str(tmp_path / "c.parquet")], key="k", counts="n")
+    assert len(prof.to_json()) < 100_000
+    assert prof.events == counts.sum()
+    assert Profile.from_dict(json.loads(prof.to_json())).events == counts.sum()
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs", "message"),
+    [
+        (None, {"inputs": ["missing.parquet"]}, "no such file"),
+        (None, {"inputs": ["*.nothing"]}, "no files match"),
+        ("dir", {}, "is a directory"),
+        ("empty", {}, "is empty"),
+        ("csv", {"key": "nope"}, "no column 'nope'"),
+        ("csv", {"counts": "label"}, "non-numeric values such as 'x'"),
+        ("negative", {"counts": "n"}, "negative count"),
+        ("truncated", {}, "cannot count"),
+        ("header_only", {}, "no events"),
+        ("csv", {"engine": "oracle"}, "unknown engine"),
+    ],
+)
+def test_bad_input(tmp_path, monkeypatch, make, kwargs, message):
+    monkeypatch.chdir(tmp_path)
+    target = "in.csv"
+    if make == "dir":
+        (tmp_path / "d").mkdir()
+        target = "d"
+    elif make == "empty":
+        (tmp_path / "in.csv").write_text("")
+    elif make == "csv":
+        (tmp_path / "in.csv").write_text("k,label,n\na,x,1\nb,y,2\n")
+    elif make == "negative":
+        (tmp_path / "in.csv").write_text("k,n\na,4\nb,-2\n")
+    elif make == "truncated":
+        pq.write_table(pa.table({"k": np.arange(10_000)}), tmp_path / "t.parquet")
+        (tmp_path / "t.parquet").write_bytes((tmp_path / "t.parquet").read_bytes()[:3000])
+        target = "t.parquet"
+    elif make == "header_only":
+        (tmp_path / "in.csv").write_text("k,n\n")
+    args = {"inputs": [target], "key": "k", **kwargs}
+    with pytest.raises(InputError, match=message):
+        count_profile(args.pop("inputs"), **args)

@@ -1,0 +1,89 @@
+"""Profile documents: round trip, validation that names the field, scaling."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from hotshard.profile.count import count_profile
+from hotshard.profile.model import FORMAT, Profile, ProfileError
+from tests.conftest import shared
+
+
+@pytest.fixture(scope="module")
+def web07():
+    return count_profile([str(shared("traces", "web07.parquet"))], key="key")
+
+
+def test_round_trip_through_a_file(tmp_path, web07):
+    path = tmp_path / "p.json"
+    web07.save(path)
+    again = Profile.load(path)
+    assert again.to_dict() == web07.to_dict()
+    assert json.loads(path.read_text())["format"] == FORMAT
+
+
+def broken(web07, edit):
+    doc = copy.deepcopy(web07.to_dict())
+    edit(doc)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(format="hotshard.profile/0"), "format is 'hotshard.profile/0'"),
+        (lambda d: d.pop("totals"), "missing field 'totals'"),
+        (lambda d: d["head"]["counts"].__setitem__(3, -5),
+         r"head.counts\[3\] must be a number > 0"),
+        (lambda d: d["head"]["counts"].reverse(), "most frequent first"),
+        (lambda d: d["head"]["keys"].pop(), "500 counts"),
+        (lambda d: d["totals"].update(events=1), "totals.events"),
+        (lambda d: d["totals"].update(keys=3), "totals.keys"),
+        (lambda d: d["tail"]["histogram"]["keys"].__setitem__(0, 0), "tail.histogram holds"),
+        (lambda d: d["tail"]["power_law"].update(alpha=0.5), "power_law.alpha must be"),
+        (lambda d: d["head"]["keys"].__setitem__(1, d["head"]["keys"][0]), "holds a key twice"),
+        (lambda d: d["privacy"].update(min_count=2000), "below privacy.min_count"),
+        (lambda d: d.update(operations={"read": {"totals": {}}}), "operations.read"),
+    ],
+)
+def test_validation_names_the_field(web07, edit, message):
+    with pytest.raises(ProfileError, match=message):
+        Profile.from_dict(broken(web07, edit))
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("", "is empty"), ("{not json", "not valid JSON"), ("[1, 2]", "a JSON object")])
+def test_load_rejects_non_profiles(tmp_path, content, message):
+    path = tmp_path / "p.json"
+    path.write_text(content)
+    with pytest.raises(ProfileError, match=message):
+        Profile.load(path)
+
+
+def test_scaled_events_keeps_every_share(web07):
+    big = web07.scaled(events=2e9)
+    assert big.events == pytest.approx(2e9)
+    assert big.keys == web07.keys
+    assert big.head_counts / big.events == pytest.approx(web07.head_counts / web07.events)
+    assert Profile.from_dict(json.loads(big.to_json())).events == pytest.approx(2e9)
+
+
+def test_scaled_keys_extends_the_tail(web07):
+    more = web07.scaled(keys=10 * web07.keys)
+    assert more.keys == pytest.approx(10 * web07.keys)
+    assert more.head_keys == web07.head_keys
+    # without an events target the head keeps its counts; the tail grows in every class
+    assert np.array_equal(more.head_counts, web07.head_counts)
+    tail_keys = more.tail.value_keys / web07.tail.value_keys
+    assert tail_keys == pytest.approx(np.full(tail_keys.size, tail_keys[0]))
+    both = web07.scaled(events=1e6, keys=1e6)
+    assert (both.events, both.keys) == pytest.approx((1e6, 1e6))
+
+
+def test_scaling_rejects_impossible_sizes(web07):
+    with pytest.raises(ProfileError, match="at least the 500 head keys"):
+        web07.scaled(keys=10)
+    with pytest.raises(ProfileError, match="events must be > 0"):
+        web07.scaled(events=0)

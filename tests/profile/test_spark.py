@@ -1,0 +1,36 @@
+"""Spark and DuckDB give the same profile on the same data (Spark local[2], for real)."""
+
+import pytest
+
+from hotshard.profile.count import count_profile
+from tests.conftest import shared
+
+pytest.importorskip("pyspark")
+
+
+def comparable(profile):
+    doc = profile.to_dict()
+    doc["source"].pop("created")
+    doc["source"].pop("engine")
+    return doc
+
+
+@pytest.mark.slow
+def test_duckdb_and_spark_profiles_are_identical(tmp_path):
+    import pyarrow.parquet as pq
+
+    # one run covers ops, sizes, rate and string keys (CSV), to start Spark only twice
+    trace = shared("traces", "cloudphysics.parquet")
+    kwargs = {"key": "lbn", "op": "op", "size": "size", "time_col": "time", "top_k": 200}
+    duck = count_profile([str(trace)], **kwargs)
+    spark = count_profile([str(trace)], engine="spark", spark_master="local[2]", **kwargs)
+    assert comparable(duck) == comparable(spark)
+
+    table = pq.read_table(shared("traces", "scarab-recs.parquet"))
+    csv = tmp_path / "scarab.csv"
+    keys = table.column("key").to_numpy()[:300_000]
+    csv.write_text("key\n" + "\n".join(f"item-{k}" for k in keys) + "\n")
+    duck = count_profile([str(csv)], key="key")
+    spark = count_profile([str(csv)], key="key", engine="spark", spark_master="local[2]")
+    assert duck.source["key_type"] == spark.source["key_type"] == "string"
+    assert comparable(duck) == comparable(spark)
