@@ -25,6 +25,7 @@ test: install-test
 bench: install-test
 	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python benchmarks/bench_fit.py
+	$(BIN)/python benchmarks/bench_profile.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
