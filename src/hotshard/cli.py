@@ -229,6 +229,156 @@ def inspect(profile_path, as_json, plot):
             click.echo(f"wrote {plot}")
 
 
+class Count(click.ParamType):
+    """A positive count written as 2000000, 2e9 or 2_000_000."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(str(value).replace("_", ""))
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not number.is_integer() or number <= 0:
+            self.fail(f"must be a whole number > 0, got {value!r}", param, ctx)
+        return int(number)
+
+
+class Seconds(click.ParamType):
+    """A duration: 90, 90s, 15m, 2h, 1d."""
+
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        from hotshard.workload.scenario import parse_duration
+
+        try:
+            seconds = parse_duration(value)
+        except HotshardError as exc:
+            self.fail(str(exc), param, ctx)
+        if seconds <= 0:
+            self.fail("must be > 0", param, ctx)
+        return seconds
+
+
+def _format_of(output: str, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    name = output.lower()
+    if output == "-" or name.endswith(".csv"):
+        return "csv"
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    return "parquet"
+
+
+@cli.command()
+@click.argument("args", nargs=-1, metavar="[PROFILE] | --verify PROFILE OUT")
+@click.option("--dist", metavar="SPEC",
+              help="Classic distribution instead of a profile: uniform:N, zipf:S:N, "
+                   "hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], scrambled_zipfian:N.")
+@click.option("--events", type=Count(), help="Messages to generate (e.g. 2e9).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed: same seed, same bytes, whatever --workers.")
+@click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]),
+              help="Output format [default: from OUT's extension, else parquet].")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes generating chunks in parallel.")
+@click.option("--keys", type=Count(), help="Scale the profile to this many distinct keys "
+              "(the tail is extended along its own distribution).")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="R",
+              help="Mean messages per second [default: the profile's, else 3000].")
+@click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
+              "sets --events.")
+@click.option("--tail", type=click.Choice(["power_law", "histogram"]), default="power_law",
+              show_default=True, help="Tail model: the fitted law or the exact histogram.")
+@click.option("--event", "hot_events", multiple=True, metavar="KEY:SHARE:START:END",
+              help="A big event: SHARE of all traffic goes to KEY between START and END "
+                   "(e.g. 4711:0.4:10m:40m). Repeatable.")
+@click.option("--diurnal", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+              show_default=True, help="Amplitude of a daily rate curve (0 = constant rate).")
+@click.option("--start", type=click.DateTime(), help="Time of the first message (UTC) "
+              "[default: 2026-01-01].")
+@click.option("--users", type=Count(), default=10_000_000, show_default=True,
+              help="Distinct synthetic user IDs.")
+@click.option("--verify", is_flag=True,
+              help="Check OUT against PROFILE instead of generating (head shares, tail).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def generate(args, dist, events, seed, output, fmt, workers, keys, rate, duration, tail,
+             hot_events, diurnal, start, users, verify, quiet):
+    """Generate synthetic chat messages from a profile (or a classic distribution).
+
+    Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
+    the profile's tail. Columns: timestamp, channel_id, message_id (time-ordered), user_id,
+    size, op. Output is streamed in chunks (constant memory at any --events) and seeded by
+    chunk index, so it is byte-identical for any --workers.
+
+    \b
+    Examples:
+      hotshard generate profile.json --events 1e7 --seed 1 -o events.parquet
+      hotshard generate --dist zipf:0.99:1e6 --events 1e6 -o zipf.parquet
+      hotshard generate --dist uniform:1e6 --events 1e6 -o uniform.csv
+      hotshard generate profile.json --events 1e7 --event 4711:0.4:10m:40m -o event.parquet
+      hotshard generate --verify profile.json events.parquet
+    """
+    from datetime import UTC
+
+    from hotshard.profile.model import Profile
+    from hotshard.workload.scenario import parse_event
+
+    if verify:
+        if len(args) != 2:
+            raise click.UsageError("--verify takes PROFILE OUT")
+        from hotshard.render import verify_summary
+        from hotshard.workload.generate import verify_file
+
+        report = verify_file(Profile.load(args[0]), args[1], tail=tail)
+        click.echo(verify_summary(report, args[1]))
+        if not report.passed:
+            raise click.exceptions.Exit(1)
+        return
+    if len(args) > 1:
+        raise click.UsageError("give at most one PROFILE")
+    if not output:
+        raise click.UsageError("say where to write: -o OUT (or -o - for stdout)")
+    from hotshard.workload.generate import plan_workload
+    from hotshard.workload.messages import write_events
+
+    plan = plan_workload(
+        profile=Profile.load(args[0]) if args else None, dist=dist, events=events, seed=seed,
+        rate=rate, duration=duration, keys=keys, tail=tail,
+        hot_events=tuple(parse_event(e) for e in hot_events), diurnal=diurnal,
+        start=start.replace(tzinfo=UTC) if start else None, n_users=users)
+    out_fmt = _format_of(output, fmt)
+    with _RowsBar(not quiet and output != "-", plan.events) as bar:
+        written = write_events(plan, output, fmt=out_fmt, workers=workers, progress=bar)
+    if output != "-":
+        click.echo(f"wrote {output}: {written:,} messages ({out_fmt}, seed {seed})", err=True)
+
+
+class _RowsBar:
+    """Rows-written progress bar on stderr (terminal only)."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.inner = _ProgressBar(enabled)
+        self.total = total
+        self.done = 0
+
+    def __enter__(self):
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.inner.__exit__(*exc)
+
+    def __call__(self, rows: int) -> None:
+        self.done += rows
+        self.inner("generating messages", self.done / self.total)
+
+
 @cli.command()
 @click.option("--seed", type=click.IntRange(min=0), default=2026, show_default=True,
               help="Seed of the synthetic production data.")

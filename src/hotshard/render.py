@@ -81,3 +81,12 @@ def profile_summary(summary, source: str) -> str:
             f"p{float(q) * 100:g} {v:,.0f}" for q, v in s.sizes.items()))
     lines.extend(f"  warning: {w}" for w in s.warnings)
     return "\n".join(lines)
+
+
+def verify_summary(report, path: str) -> str:
+    """`hotshard generate --verify`: one line per check."""
+    lines = [f"Verify {path}: {report.events:,} messages"]
+    for check in report.checks:
+        lines.append(f"  {'PASS' if check.passed else 'FAIL'}  {check.name}: {check.detail}")
+    lines.append("  result: " + ("pass" if report.passed else "FAIL"))
+    return "\n".join(lines)

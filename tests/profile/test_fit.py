@@ -170,3 +170,29 @@ def test_large_values_tabulate_exactly():
 def test_unknown_alternative_rejected():
     with pytest.raises(InputError, match="unknown alternative"):
         fit_power_law(np.arange(1, 100), compare=["gamma"])
+
+
+def test_truncated_fit_matches_brute_force():
+    # a profile's tail stops below its head: the law is fitted on [xmin, xmax]
+    from hotshard.profile.powerlaw import DiscretePowerLaw
+
+    law = DiscretePowerLaw(1.8, 3, 400)
+    x = law.rvs(20_000, rng=np.random.default_rng(11))
+    assert x.max() <= 400 and x.min() >= 3
+    fit = fit_power_law(x, xmin=3, xmax=400)
+    support = np.arange(3, 401, dtype=float)
+
+    def nll(a):
+        return x.size * np.log(np.sum(support**-a)) + a * np.log(x).sum()
+
+    ref = optimize.minimize_scalar(nll, bounds=(1.01, 5), method="bounded",
+                                   options={"xatol": 1e-10}).x
+    assert fit.alpha == pytest.approx(ref, abs=1e-6)
+    assert abs(fit.alpha - 1.8) < 4 * fit.alpha_se
+    # the untruncated MLE on the same data is biased upward: why profiles truncate
+    assert fit_power_law(x, xmin=3).alpha > fit.alpha + 3 * fit.alpha_se
+
+
+def test_xmax_below_the_data_is_an_error():
+    with pytest.raises(InputError, match="above xmax"):
+        fit_power_law(np.arange(1, 100), xmax=50)

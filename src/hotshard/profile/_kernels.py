@@ -38,6 +38,9 @@ _SHIFT = 16.0
 _GAP_DIRECT = 48
 # Exponents beyond this are treated as a degenerate tail (alpha = inf).
 _ALPHA_MAX = 1e4
+# Exponents are kept above 1; a truncated tail flatter than that has no power-law fit here.
+_ALPHA_MIN = 1.0 + 1e-10
+_ALPHA_MIN_TRUNCATED = 1.01
 
 
 @njit(cache=True, nogil=True)
@@ -106,24 +109,52 @@ def hurwitz_zeta(s: float, q: float) -> float:
 
 
 @njit(cache=True, nogil=True)
-def mle_alpha(mean_log: float, xmin: float) -> float:
+def norm3(alpha: float, xmin: float, xmax: float) -> tuple[float, float, float]:
+    """xmin^alpha times (Z, dZ/dalpha, d2Z/dalpha2), Z = sum_{x=xmin}^{xmax} x^-alpha.
+
+    ``xmax`` <= 0 means no upper bound (Z is the Hurwitz zeta). A profile's tail is bounded
+    above by its smallest head count, so its law is fitted truncated there.
+    """
+    z, z1, z2 = zeta3_scaled(alpha, xmin)
+    if xmax <= 0.0:
+        return z, z1, z2
+    top = xmax + 1.0
+    w, w1, w2 = zeta3_scaled(alpha, top)
+    r = math.exp(-alpha * (math.log(top) - math.log(xmin)))
+    return z - r * w, z1 - r * w1, z2 - r * w2
+
+
+@njit(cache=True, nogil=True)
+def _alpha_floor(xmax: float) -> float:
+    """Smallest exponent searched. A truncated normaliser is a difference of two zetas whose
+    1/(s-1)^k terms cancel: at s = 1.01 that still leaves ~1e-10 relative error, at 1 + 1e-10 it
+    would leave none of the derivatives."""
+    return _ALPHA_MIN if xmax <= 0.0 else _ALPHA_MIN_TRUNCATED
+
+
+@njit(cache=True, nogil=True)
+def mle_alpha(mean_log: float, xmin: float, xmax: float = -1.0) -> float:
     """Discrete power-law MLE of alpha for a tail x >= xmin with mean ln x = ``mean_log``.
 
-    Solves E_alpha[ln X] = mean_log, i.e. -zeta'(a, xmin)/zeta(a, xmin) = mean_log, by Newton's
-    method safeguarded with bisection (the left side decreases strictly in alpha). Returns
-    +inf when every tail value equals xmin (the likelihood grows without bound).
+    Solves E_alpha[ln X] = mean_log, i.e. -Z'(a)/Z(a) = mean_log with Z the normaliser
+    (``norm3``), by Newton's method safeguarded with bisection (the left side decreases
+    strictly in alpha). Returns +inf when every tail value equals xmin (the likelihood grows
+    without bound); alpha stays above 1 (a truncated tail flatter than that is clamped).
     """
     gap = mean_log - math.log(xmin)
     if gap <= 1e-15:
         return math.inf
-    lo = 1.0 + 1e-10
+    lo = _alpha_floor(xmax)
     hi = 1.0
     # Closed-form start (CSN eq. 3.7), accurate for xmin >~ 6.
     alpha = 1.0 + 1.0 / (mean_log - math.log(xmin - 0.5)) if xmin > 1.0 else 1.0 + 1.0 / gap
     hi = max(2.0 * alpha, 4.0)
     # make sure hi brackets the root: E_hi[ln X] < mean_log
+    z, z1, _z2 = norm3(lo, xmin, xmax)
+    if -z1 / z <= mean_log:
+        return lo  # only possible with an upper bound: flatter than alpha = 1
     while True:
-        z, z1, _z2 = zeta3_scaled(hi, xmin)
+        z, z1, _z2 = norm3(hi, xmin, xmax)
         if -z1 / z < mean_log:
             break
         if hi > _ALPHA_MAX:
@@ -133,7 +164,7 @@ def mle_alpha(mean_log: float, xmin: float) -> float:
     if alpha <= lo or alpha >= hi or not math.isfinite(alpha):
         alpha = 0.5 * (lo + hi)
     for _ in range(200):
-        z, z1, z2 = zeta3_scaled(alpha, xmin)
+        z, z1, z2 = norm3(alpha, xmin, xmax)
         d1 = z1 / z
         g = -d1 - mean_log  # decreasing in alpha
         if g > 0.0:
@@ -155,7 +186,8 @@ def mle_alpha(mean_log: float, xmin: float) -> float:
 
 @njit(cache=True, nogil=True)
 def ks_distance(
-    values: np.ndarray, suffix: np.ndarray, k: int, alpha: float, bound: float
+    values: np.ndarray, suffix: np.ndarray, k: int, alpha: float, bound: float,
+    xmax: float = -1.0,
 ) -> float:
     """KS distance between the tail values[k:] and the discrete power law (alpha, values[k]).
 
@@ -166,7 +198,11 @@ def ks_distance(
     xmin = values[k]
     n_tail = suffix[k]
     log_xmin = math.log(xmin)
-    inv_z0 = 1.0 / zeta3_scaled(alpha, float(xmin))[0]  # all terms scaled by xmin^alpha
+    inv_z0 = 1.0 / norm3(alpha, float(xmin), xmax)[0]  # all terms scaled by xmin^alpha
+    above = 0.0  # scaled mass beyond xmax, removed from zeta-based survivals
+    if xmax > 0.0:
+        top = xmax + 1.0
+        above = math.exp(-alpha * (math.log(top) - log_xmin)) * zeta3_scaled(alpha, top)[0]
     surv = 1.0  # model P(X >= values[j])
     dist = 0.0
     last = values.shape[0]
@@ -181,7 +217,7 @@ def ks_distance(
                 surv -= acc * inv_z0
             else:
                 rel = math.exp(-alpha * (math.log(x) - log_xmin))
-                surv = rel * zeta3_scaled(alpha, float(x))[0] * inv_z0
+                surv = (rel * zeta3_scaled(alpha, float(x))[0] - above) * inv_z0
         emp = suffix[j] / n_tail  # data P(X >= x)
         diff = abs(emp - surv)
         if diff > dist:
@@ -200,7 +236,8 @@ def ks_distance(
 
 @njit(cache=True, nogil=True)
 def scan_xmin(
-    values: np.ndarray, counts: np.ndarray, candidates: np.ndarray, seed_bound: float
+    values: np.ndarray, counts: np.ndarray, candidates: np.ndarray, seed_bound: float,
+    xmax: float = -1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit alpha and the KS distance for each candidate index into ``values``.
 
@@ -219,12 +256,12 @@ def scan_xmin(
     best = seed_bound
     for i in range(m):
         k = candidates[i]
-        alpha = mle_alpha(logsum[k] / suffix[k], float(values[k]))
+        alpha = mle_alpha(logsum[k] / suffix[k], float(values[k]), xmax)
         alphas[i] = alpha
-        if not math.isfinite(alpha):
+        if not math.isfinite(alpha) or alpha <= _alpha_floor(xmax):
             dists[i] = math.inf
             continue
-        dist = ks_distance(values, suffix, k, alpha, best)
+        dist = ks_distance(values, suffix, k, alpha, best, xmax)
         dists[i] = dist
         if dist < best:
             best = dist

@@ -112,12 +112,16 @@ def _tail_distribution(raw: RawDist, min_tail: int = 10) -> KeyDistribution:
     power_law = None
     if values.size:
         try:
-            fit = fit_power_law(values, keys, min_tail=min_tail)
+            # tail keys are never above the smallest head count: fit the law truncated there
+            xmax = int(head_counts.min()) if head_counts.size else None
+            fit = fit_power_law(values, keys, min_tail=min_tail, xmax=xmax)
         except FitError:
             pass  # e.g. every tail key seen equally often: the histogram alone describes it
         else:
             power_law = {"alpha": fit.alpha, "alpha_se": fit.alpha_se, "xmin": fit.xmin,
                          "n_tail": fit.n_tail, "ks": fit.ks}
+            if xmax is not None:
+                power_law["xmax"] = xmax
     tail = bin_tail(values, keys, power_law)
     events = float(head_counts.sum()) + tail.events
     return KeyDistribution(events=events, keys=float(head_counts.size) + tail.keys,

@@ -118,13 +118,14 @@ class PowerLawFit:
     xmin_fixed: bool
     candidates: int
     zeros_dropped: int = 0
+    xmax: int | None = None
     gof: GoodnessOfFit | None = None
     comparisons: tuple[Comparison, ...] = field(default_factory=tuple)
 
     @property
     def distribution(self) -> DiscretePowerLaw:
         """The fitted law, with ``pmf``, ``ccdf`` and ``rvs``."""
-        return DiscretePowerLaw(self.alpha, self.xmin)
+        return DiscretePowerLaw(self.alpha, self.xmin, self.xmax)
 
     @property
     def p_value(self) -> float | None:
@@ -152,6 +153,8 @@ class PowerLawFit:
             "candidates": self.candidates,
             "zeros_dropped": self.zeros_dropped,
         }
+        if self.xmax is not None:
+            out["xmax"] = self.xmax
         if self.gof is not None:
             out["p_value"] = self.gof.p_value
             out["bootstrap"] = asdict(self.gof)
@@ -248,8 +251,8 @@ def _nonempty(tab: Tabulated) -> Tabulated:
     return tab
 
 
-def _alpha_se(alpha: float, xmin: int, n_tail: int) -> float:
-    z, z1, z2 = _kernels.zeta3_scaled(alpha, float(xmin))
+def _alpha_se(alpha: float, xmin: int, n_tail: int, xmax: int | None) -> float:
+    z, z1, z2 = _kernels.norm3(alpha, float(xmin), _xmax_arg(xmax))
     var = z2 / z - (z1 / z) ** 2
     return 1.0 / math.sqrt(n_tail * var) if var > 0 else math.inf
 
@@ -264,7 +267,12 @@ def _with_xmin(tab: Tabulated, xmin: int) -> tuple[NDArray[np.int64], NDArray[np
     return values, counts, k
 
 
-def _fit_tab(tab: Tabulated, xmin: int | None, min_tail: int) -> tuple[float, int, int, float, int]:
+def _xmax_arg(xmax: int | None) -> float:
+    return -1.0 if xmax is None else float(xmax)
+
+
+def _fit_tab(tab: Tabulated, xmin: int | None, min_tail: int,
+             xmax: int | None = None) -> tuple[float, int, int, float, int]:
     """Core fit on tabulated data: (alpha, xmin, n_tail, ks, candidates scanned)."""
     values, counts = tab.values, tab.counts
     if xmin is not None:
@@ -291,12 +299,14 @@ def _fit_tab(tab: Tabulated, xmin: int | None, min_tail: int) -> tuple[float, in
     seed_bound = math.inf
     if cands.size > 2 * _SEED_CANDIDATES:
         pick = np.unique(np.linspace(0, cands.size - 1, _SEED_CANDIDATES).astype(np.int64))
-        _, seed_dists = _kernels.scan_xmin(values, counts, cands[pick], math.inf)
+        _, seed_dists = _kernels.scan_xmin(values, counts, cands[pick], math.inf,
+                                           _xmax_arg(xmax))
         seed_bound = float(np.min(seed_dists))
-    alphas, dists = _kernels.scan_xmin(values, counts, cands, seed_bound)
+    alphas, dists = _kernels.scan_xmin(values, counts, cands, seed_bound, _xmax_arg(xmax))
     if not np.any(np.isfinite(dists)):
         raise FitError(
-            "every candidate tail holds a single distinct value: alpha would be infinite"
+            "no power law with alpha > 1 fits this tail (every candidate tail is a single "
+            "value, or flatter than alpha = 1 below xmax)"
         )
     best = int(np.argmin(dists))
     k = int(cands[best])
@@ -315,6 +325,7 @@ def fit_power_law(
     workers: int | None = None,
     compare: Sequence[str] = (),
     min_tail: int = MIN_TAIL,
+    xmax: int | None = None,
 ) -> PowerLawFit:
     """Fit a discrete power law to the tail of positive integer data (CSN 2009).
 
@@ -338,6 +349,10 @@ def fit_power_law(
         ``truncated_power_law``.
     min_tail : int
         Fewest tail observations a candidate xmin may leave (default 10).
+    xmax : int, optional
+        Upper bound of the law's support (data above it are an error). A profile's tail is
+        bounded by its smallest head count; fitting the untruncated law to truncated data
+        would bias alpha upward.
 
     Returns
     -------
@@ -370,10 +385,17 @@ def fit_power_law(
     if bootstrap < 0:
         raise InputError(f"bootstrap must be >= 0, got {bootstrap}")
     tab = tabulate(values, counts)
-    alpha, x0, n_tail, ks, n_cand = _fit_tab(tab, None if xmin is None else int(xmin), min_tail)
+    if xmax is not None:
+        if int(xmax) != xmax or xmax < 1:
+            raise InputError(f"xmax must be an integer >= 1, got {xmax}")
+        if tab.values[-1] > xmax:
+            raise InputError(f"observations go up to {int(tab.values[-1])}, above xmax={xmax}")
+        xmax = int(xmax)
+    alpha, x0, n_tail, ks, n_cand = _fit_tab(tab, None if xmin is None else int(xmin), min_tail,
+                                             xmax)
     result = PowerLawFit(
         alpha=alpha,
-        alpha_se=_alpha_se(alpha, x0, n_tail),
+        alpha_se=_alpha_se(alpha, x0, n_tail, xmax),
         xmin=x0,
         n=tab.n,
         n_tail=n_tail,
@@ -382,6 +404,7 @@ def fit_power_law(
         xmin_fixed=xmin is not None,
         candidates=n_cand,
         zeros_dropped=tab.zeros_dropped,
+        xmax=xmax,
     )
     gof = None
     if bootstrap:
@@ -415,7 +438,8 @@ def _synthetic_ks(
             np.concatenate([low_values, tail_vals]), np.concatenate([low, tail_counts])
         ) if low.size else Tabulated(tail_vals.astype(np.int64), tail_counts.astype(np.int64))
         try:
-            _, _, _, ks, _ = _fit_tab(syn, fit.xmin if fit.xmin_fixed else None, min_tail)
+            _, _, _, ks, _ = _fit_tab(syn, fit.xmin if fit.xmin_fixed else None, min_tail,
+                                      fit.xmax)
         except FitError:
             ks = math.inf  # a degenerate synthetic set fits no better than the data
         out.append(ks)

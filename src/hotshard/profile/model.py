@@ -258,6 +258,7 @@ def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None) ->
             f"keys must be at least the {len(d.head_keys)} head keys, got {keys}"
         )
     tail = d.tail
+    g = 1.0
     if keys is not None and tail.keys > 0:
         g = (keys - len(d.head_keys)) / tail.keys
         tail = replace(tail, keys=tail.keys * g, events=tail.events * g,
@@ -266,8 +267,13 @@ def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None) ->
     head_events = float(d.head_counts.sum())
     total = head_events + tail.events
     f = 1.0 if events is None or total == 0 else events / total
+    pl = tail.power_law
+    if pl is not None:  # the law was fitted on unscaled counts: record how to map it
+        pl = {**pl, "count_scale": pl.get("count_scale", 1.0) * f,
+              "key_scale": pl.get("key_scale", 1.0) * g}
     tail = replace(tail, events=tail.events * f, values=tail.values * f,
-                   bin_lo=tail.bin_lo * f, bin_hi=tail.bin_hi * f, bin_events=tail.bin_events * f)
+                   bin_lo=tail.bin_lo * f, bin_hi=tail.bin_hi * f, bin_events=tail.bin_events * f,
+                   power_law=pl)
     return KeyDistribution(events=total * f, keys=len(d.head_keys) + tail.keys,
                            head_keys=d.head_keys, head_counts=d.head_counts * f, tail=tail)
 

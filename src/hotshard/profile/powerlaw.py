@@ -30,40 +30,56 @@ def _as_seed_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class DiscretePowerLaw:
-    """Discrete power law p(x) = x^-alpha / zeta(alpha, xmin) on the integers x >= xmin.
+    """Discrete power law p(x) = x^-alpha / Z on the integers xmin <= x (<= xmax).
+
+    Z = zeta(alpha, xmin), or zeta(alpha, xmin) - zeta(alpha, xmax + 1) when truncated.
 
     Parameters
     ----------
     alpha : float
-        Exponent, > 1 (the law is not normalisable otherwise).
+        Exponent, > 1.
     xmin : int
         Smallest value, >= 1.
+    xmax : int, optional
+        Largest value (a profile's tail stops below its head).
     """
 
     alpha: float
     xmin: int
+    xmax: int | None = None
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.alpha) or self.alpha <= 1.0:
             raise InputError(f"alpha must be a finite number > 1, got {self.alpha}")
         if int(self.xmin) != self.xmin or self.xmin < 1:
             raise InputError(f"xmin must be an integer >= 1, got {self.xmin}")
+        if self.xmax is not None and (int(self.xmax) != self.xmax or self.xmax < self.xmin):
+            raise InputError(f"xmax must be an integer >= xmin, got {self.xmax}")
+
+    @functools.cached_property
+    def _beyond(self) -> float:
+        """zeta(alpha, xmax + 1): the untruncated mass above xmax (0 without xmax)."""
+        return 0.0 if self.xmax is None else float(special.zeta(self.alpha, self.xmax + 1))
 
     @functools.cached_property
     def _norm(self) -> float:
-        return float(special.zeta(self.alpha, self.xmin))
+        return float(special.zeta(self.alpha, self.xmin)) - self._beyond
 
     def pmf(self, x: ArrayLike) -> NDArray[np.float64]:
         """P(X = x); zero below xmin and at non-integers."""
         x = np.asarray(x, dtype=np.float64)
-        inside = (x >= self.xmin) & (x == np.floor(x))
+        inside = self._inside(x)
         safe = np.where(inside, x, float(self.xmin))
         return np.where(inside, safe ** (-self.alpha) / self._norm, 0.0)
+
+    def _inside(self, x: NDArray[np.float64]) -> NDArray[np.bool_]:
+        inside = (x >= self.xmin) & (x == np.floor(x))
+        return inside if self.xmax is None else inside & (x <= self.xmax)
 
     def logpmf(self, x: ArrayLike) -> NDArray[np.float64]:
         """ln P(X = x) for integers x >= xmin (-inf elsewhere)."""
         x = np.asarray(x, dtype=np.float64)
-        inside = (x >= self.xmin) & (x == np.floor(x))
+        inside = self._inside(x)
         safe = np.where(inside, x, float(self.xmin))
         return np.where(inside, -self.alpha * np.log(safe) - np.log(self._norm), -np.inf)
 
@@ -71,7 +87,10 @@ class DiscretePowerLaw:
         """P(X >= x), the complementary CDF CSN plot: zeta(alpha, ceil x) / zeta(alpha, xmin)."""
         x = np.ceil(np.asarray(x, dtype=np.float64))
         safe = np.maximum(x, float(self.xmin))
-        return np.where(x <= self.xmin, 1.0, special.zeta(self.alpha, safe) / self._norm)
+        if self.xmax is not None:
+            safe = np.minimum(safe, float(self.xmax + 1))
+        surv = (special.zeta(self.alpha, safe) - self._beyond) / self._norm
+        return np.where(x <= self.xmin, 1.0, np.maximum(surv, 0.0))
 
     def sf(self, x: ArrayLike) -> NDArray[np.float64]:
         """P(X > x) (scipy's survival function)."""
@@ -82,7 +101,10 @@ class DiscretePowerLaw:
         return 1.0 - self.sf(x)
 
     def mean(self) -> float:
-        """E[X]: zeta(alpha-1, xmin)/zeta(alpha, xmin), infinite for alpha <= 2."""
+        """E[X]: zeta(alpha-1, xmin)/zeta(alpha, xmin), infinite for alpha <= 2 untruncated."""
+        if self.xmax is not None:
+            x = np.arange(self.xmin, self.xmax + 1, dtype=np.float64)
+            return float(np.dot(x, self.pmf(x)))
         if self.alpha <= 2.0:
             return float("inf")
         return float(special.zeta(self.alpha - 1.0, self.xmin) / self._norm)
@@ -90,9 +112,10 @@ class DiscretePowerLaw:
     @functools.cached_property
     def _ccdf_table(self) -> NDArray[np.float64]:
         # P(X >= xmin + i) for i = 0.._TABLE, summed from the top for accuracy.
+        full = float(special.zeta(self.alpha, self.xmin))  # the table is of the untruncated law
         x = np.arange(self.xmin, self.xmin + _TABLE, dtype=np.float64)
-        upper = special.zeta(self.alpha, self.xmin + _TABLE) / self._norm
-        terms = x ** (-self.alpha) / self._norm
+        upper = special.zeta(self.alpha, self.xmin + _TABLE) / full
+        terms = x ** (-self.alpha) / full
         table = np.empty(_TABLE + 1)
         table[-1] = upper
         table[:-1] = upper + np.cumsum(terms[::-1])[::-1]
@@ -111,10 +134,15 @@ class DiscretePowerLaw:
             raise InputError(f"size must be a non-negative integer, got {size}")
         gen = _as_seed_rng(rng)
         u = 1.0 - gen.random(int(size))  # (0, 1]
+        if self.xmax is not None:  # inversion restricted to [xmin, xmax]
+            cut = self._beyond / float(special.zeta(self.alpha, self.xmin))
+            u = cut + u * (1.0 - cut)
         table = self._ccdf_table
         # table is decreasing; count entries >= u (searchsorted on the negated, increasing array)
         idx = np.searchsorted(-table, -u, side="right") - 1
         out = (self.xmin + idx).astype(np.int64)
+        if self.xmax is not None:
+            np.minimum(out, self.xmax, out=out)
         far = idx >= _TABLE
         if np.any(far):
             out[far] = self._invert_far(u[far])
@@ -131,8 +159,14 @@ class DiscretePowerLaw:
             if sel.size == 0:
                 break
             xs = x[sel]
-            too_far = self.ccdf(xs) < u[sel]
-            too_near = ~too_far & (self.ccdf(xs + 1.0) >= u[sel])
+            too_far = self._full_ccdf(xs) < u[sel]
+            too_near = ~too_far & (self._full_ccdf(xs + 1.0) >= u[sel])
             x[sel] = xs - too_far + too_near
             todo[sel] = too_far | too_near
-        return np.maximum(x, xmin + _TABLE).astype(np.int64)
+        x = np.maximum(x, xmin + _TABLE)
+        if self.xmax is not None:
+            x = np.minimum(x, self.xmax)
+        return x.astype(np.int64)
+
+    def _full_ccdf(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return special.zeta(self.alpha, x) / special.zeta(self.alpha, self.xmin)

@@ -1,0 +1,234 @@
+"""`hotshard generate`: plan a synthetic workload from a profile or a named distribution, and
+verify a generated file against its profile."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from scipy import stats
+
+from hotshard.errors import InputError
+from hotshard.profile.model import Profile
+from hotshard.workload import sampler as samplers
+from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
+from hotshard.workload.profile_sampler import ProfileSampler, from_profile
+from hotshard.workload.scenario import Arrivals, HotEvent
+
+__all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
+
+# When neither the profile nor the user gives a rate: the incident's production rate.
+DEFAULT_RATE = 3000.0
+
+DIST_HELP = ("uniform:N | zipf:S:N | hotspot:FRAC_KEYS:FRAC_OPS:N | latest:N[:S] | "
+             "scrambled_zipfian:N  (N keys, e.g. zipf:0.99:1e6)")
+
+
+def _num(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{what} must be a number, got {text!r} ({DIST_HELP})") from None
+
+
+def _count(text: str) -> int:
+    value = _num(text, "the key count")
+    if value != math.floor(value) or value < 1:
+        raise InputError(f"the key count must be an integer >= 1, got {text!r}")
+    return int(value)
+
+
+def parse_dist(spec: str):
+    """A sampler from a distribution spec such as ``zipf:0.99:1e6``."""
+    name, *args = spec.strip().split(":")
+    arity = {"uniform": (1,), "zipf": (2,), "hotspot": (3,), "latest": (1, 2),
+             "scrambled_zipfian": (1,)}
+    if name not in arity:
+        raise InputError(f"unknown distribution {name!r}; use {DIST_HELP}")
+    if len(args) not in arity[name]:
+        raise InputError(f"{name} takes {' or '.join(map(str, arity[name]))} parameters, "
+                         f"got {spec!r}; use {DIST_HELP}")
+    if name == "uniform":
+        return samplers.uniform(_count(args[0]))
+    if name == "zipf":
+        return samplers.zipf(_num(args[0], "zipf s"), _count(args[1]))
+    if name == "hotspot":
+        return samplers.hotspot(_num(args[0], "frac_keys"), _num(args[1], "frac_ops"),
+                                _count(args[2]))
+    if name == "latest":
+        s = _num(args[1], "latest s") if len(args) == 2 else 0.99
+        return samplers.latest(_count(args[0]), s)
+    return samplers.scrambled_zipfian(_count(args[0]))
+
+
+def plan_workload(
+    *,
+    profile: Profile | None,
+    dist: str | None,
+    events: int | None,
+    seed: int,
+    rate: float | None = None,
+    duration: float | None = None,
+    keys: int | None = None,
+    tail: str = "power_law",
+    hot_events: tuple[HotEvent, ...] = (),
+    diurnal: float = 0.0,
+    start: datetime | None = None,
+    n_users: int = 10_000_000,
+) -> GenerationPlan:
+    """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
+
+    Events come from ``events``, else rate x duration. Rate comes from ``rate``, else
+    events / duration, else the profile's mean rate, else 3000/s.
+    """
+    if (profile is None) == (dist is None):
+        raise InputError("give either a PROFILE or --dist SPEC (not both)")
+    if events is not None and events <= 0:
+        raise InputError(f"--events must be > 0, got {events}")
+    if rate is not None and rate <= 0:
+        raise InputError(f"--rate must be > 0, got {rate}")
+    if duration is not None and duration <= 0:
+        raise InputError(f"--duration must be > 0, got {duration}")
+    if events is None:
+        if rate is None or duration is None:
+            raise InputError("say how many events: --events N, or --rate R with --duration D")
+        events = int(round(rate * duration))
+    if rate is None:
+        if duration is not None:
+            rate = events / duration
+        elif profile is not None and profile.rate:
+            rate = float(profile.rate["mean_rps"])
+        else:
+            rate = DEFAULT_RATE
+    start = start or datetime(2026, 1, 1, tzinfo=UTC)
+    arrivals = Arrivals(float(rate), diurnal)
+    if profile is not None:
+        if keys is not None:
+            profile = profile.scaled(keys=keys)
+        op_dists = profile.operations
+        if op_dists:
+            chosen = {op: from_profile(profile, tail=tail, op=op) for op in op_dists}
+        else:
+            chosen = {"*": from_profile(profile, tail=tail)}
+        shares = op_shares_of(profile)
+        sizes = (profile.sizes or {}).get("quantiles") or dict(DEFAULT_SIZE_QUANTILES)
+        key_type = next(iter(chosen.values())).key_type
+    else:
+        if keys is not None:
+            raise InputError("--keys scales a profile; give the key count in --dist instead")
+        chosen = {"*": parse_dist(dist)}
+        shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
+    for event in hot_events:
+        if key_type == "int64":
+            try:
+                int(event.key)
+            except ValueError:
+                raise InputError(f"--event key {event.key!r} must be an integer: this "
+                                 "workload's keys are integers") from None
+    return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
+                          arrivals=arrivals, start_ms=int(start.timestamp() * 1000),
+                          size_quantiles=sizes, hot_events=tuple(hot_events),
+                          n_users=n_users, key_type=key_type)
+
+
+# -- verification ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    events: int
+    checks: tuple[Check, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_dict(self) -> dict:
+        return {"events": self.events, "passed": self.passed,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
+    """(count per key as text, all per-key counts, events) of a generated file (DuckDB)."""
+    import duckdb
+
+    from hotshard.profile.count import resolve_inputs
+    from hotshard.profile.engines.duckdb_engine import _READERS, _lit
+
+    files, fmt = resolve_inputs([path])
+    src = _READERS[fmt].format(files="[" + ", ".join(_lit(f) for f in files) + "]")
+    con = duckdb.connect()
+    try:
+        cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        if "channel_id" not in cols:
+            raise InputError(f"{path} has no channel_id column: not a hotshard generate output")
+        res = con.execute(f"SELECT CAST(channel_id AS VARCHAR) AS k, count(*) AS n FROM {src} "
+                          "GROUP BY ALL").fetchnumpy()
+    except duckdb.Error as exc:
+        raise InputError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    keys, counts = res["k"], np.asarray(res["n"], dtype=np.int64)
+    return dict(zip(keys.tolist(), counts.tolist(), strict=True)), counts, int(counts.sum())
+
+
+def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
+                alpha: float = 0.001) -> VerifyReport:
+    """Test a generated file against the profile it was generated from.
+
+    Head: each head key's count must lie in its binomial band, two-sided, Bonferroni-corrected
+    over the head so that the whole check fails with probability ``alpha`` under the model.
+    Tail: KS distance between the observed per-key counts of tail keys and their model (a
+    mixture over count classes of binomial(N, class weight), conditioned on being seen),
+    against the asymptotic critical value at ``alpha`` (conservative for discrete counts).
+    """
+    by_key, _, n = _read_key_counts(path)
+    if n == 0:
+        raise InputError(f"{path} holds no events")
+    sampler: ProfileSampler = from_profile(profile, tail=tail)
+    probs = sampler.classes.class_probabilities()
+    head_p = probs[: sampler.head_size]
+    z = stats.norm.isf(alpha / (2 * max(1, sampler.head_size)))
+    head_obs = np.array([by_key.get(k, 0) for k in sampler.head_ids], dtype=np.float64)
+    expected = n * head_p
+    sd = np.sqrt(n * head_p * (1 - head_p))
+    outside = np.abs(head_obs - expected) > z * sd + 0.5
+    worst = int(np.argmax(np.abs(head_obs - expected) / np.maximum(sd, 1e-12))) if head_p.size \
+        else 0
+    checks = [Check(
+        "head shares", not outside.any(),
+        f"{int(outside.sum())} of {head_p.size} head keys outside their binomial band "
+        f"(+/-{z:.2f} sd)" + (f"; worst {sampler.head_ids[worst]}: {int(head_obs[worst])} vs "
+                              f"{expected[worst]:.0f} expected" if head_p.size else ""))]
+    head_set = set(sampler.head_ids)
+    tail_counts = np.array([c for k, c in by_key.items() if k not in head_set], dtype=np.int64)
+    checks.append(_tail_check(sampler, probs, n, tail_counts, alpha))
+    return VerifyReport(events=n, checks=tuple(checks))
+
+
+def _tail_check(sampler: ProfileSampler, probs, n: int, observed: np.ndarray,
+                alpha: float) -> Check:
+    if observed.size == 0:
+        return Check("tail counts", sampler.n_keys == sampler.head_size, "no tail keys seen")
+    sizes = sampler.classes.sizes[sampler.head_size:]
+    p_key = probs[sampler.head_size:] / sizes
+    grid = np.arange(1, int(observed.max()) + 1)
+    # P(count = c) mixed over classes, conditioned on count >= 1
+    pmf = np.zeros(grid.size)
+    seen = 0.0
+    for size, p in zip(sizes, p_key, strict=True):
+        pmf += size * stats.binom.pmf(grid, n, p)
+        seen += size * -np.expm1(n * np.log1p(-p))
+    model_cdf = np.cumsum(pmf) / seen
+    emp_cdf = np.searchsorted(np.sort(observed), grid, side="right") / observed.size
+    ks = float(np.max(np.abs(emp_cdf - model_cdf)))
+    critical = float(stats.kstwobign.isf(alpha)) / math.sqrt(observed.size)
+    return Check("tail counts", ks <= critical,
+                 f"KS {ks:.4f} vs critical {critical:.4f} over {observed.size:,} tail keys seen")

@@ -1,0 +1,211 @@
+"""Synthetic chat events at any scale: chunked, seeded by chunk index, streamed to disk.
+
+Each chunk of rows is a pure function of (plan, chunk index): its generator is
+``SeedSequence(seed, spawn_key=(chunk,))``, so the output is byte-identical whatever the number
+of worker processes, and memory stays constant at any number of events.
+
+Columns: ``timestamp`` (UTC, ms), ``channel_id`` (the key), ``message_id`` (time-ordered,
+snowflake-like: milliseconds << 22 | row index low bits), ``user_id`` (synthetic, uniform over
+``n_users``), ``size`` (bytes, from the profile's quantiles), ``op`` (read/write mix).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hotshard.errors import InputError
+from hotshard.workload.scenario import Arrivals, HotEvent
+
+__all__ = ["DEFAULT_OPS", "DEFAULT_SIZE_QUANTILES", "GenerationPlan", "write_events"]
+
+# A chat-history service mostly reads history; used when the profile has no operations.
+DEFAULT_OPS = {"read": 0.9, "write": 0.1}
+# Typical chat message bytes; used when the profile has no size quantiles.
+DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
+DEFAULT_USERS = 10_000_000
+CHUNK_ROWS = 1 << 20
+FORMATS = ("parquet", "csv", "jsonl")
+
+
+@dataclass(frozen=True)
+class GenerationPlan:
+    """Everything a chunk needs; picklable, so workers rebuild nothing but samplers' tables."""
+
+    samplers: dict[str, object]  # op -> sampler with sample(n, rng) and optional ids(positions)
+    op_shares: dict[str, float]
+    events: int
+    seed: int
+    arrivals: Arrivals
+    start_ms: int
+    size_quantiles: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SIZE_QUANTILES))
+    hot_events: tuple[HotEvent, ...] = ()
+    n_users: int = DEFAULT_USERS
+    key_type: str = "int64"
+    chunk_rows: int = CHUNK_ROWS
+
+    @property
+    def n_chunks(self) -> int:
+        return max(1, -(-self.events // self.chunk_rows))
+
+
+def _sizes(quantiles: dict[str, float], u: np.ndarray) -> np.ndarray:
+    """Sizes by log-linear interpolation of the quantiles (p0 = p50/4, p100 = 2 p99)."""
+    qs = sorted((float(q), float(v)) for q, v in quantiles.items())
+    probs = [0.0] + [q for q, _ in qs] + [1.0]
+    vals = [qs[0][1] / 4.0] + [v for _, v in qs] + [qs[-1][1] * 2.0]
+    logs = np.log(np.maximum(vals, 1.0))
+    return np.maximum(1, np.round(np.exp(np.interp(u, probs, logs)))).astype(np.int64)
+
+
+def _key_ids(sampler, positions):
+    ids = getattr(sampler, "ids", None)
+    return positions if ids is None else ids(positions)
+
+
+def make_chunk(plan: GenerationPlan, chunk: int):
+    """Rows [chunk * chunk_rows, ...) of the run as a pyarrow Table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    first = chunk * plan.chunk_rows
+    n = min(plan.chunk_rows, plan.events - first)
+    rng = np.random.default_rng(np.random.SeedSequence(plan.seed, spawn_key=(chunk,)))
+    rows = np.arange(first, first + n, dtype=np.int64)
+    offsets = plan.arrivals.times(rows, rng.random(n))
+    ts_ms = plan.start_ms + np.floor(offsets * 1000.0).astype(np.int64)
+    op_names = list(plan.op_shares)
+    op_idx = np.searchsorted(np.cumsum(list(plan.op_shares.values())), rng.random(n),
+                             side="right").clip(0, len(op_names) - 1)
+    keys = None
+    for i, op in enumerate(op_names):
+        mask = op_idx == i
+        count = int(mask.sum())
+        if count == 0:
+            continue
+        sampler = plan.samplers.get(op, plan.samplers.get("*"))
+        part = _key_ids(sampler, sampler.sample(count, rng))
+        part = pa.array(part) if not isinstance(part, pa.Array) else part
+        if keys is None:
+            keys = pa.nulls(n, type=part.type)
+        keys = pc.replace_with_mask(keys, pa.array(mask), part)
+    for event in plan.hot_events:
+        hit = event.apply(offsets, rng.random(n))
+        if hit.any():
+            hot = pa.scalar(int(event.key) if pa.types.is_integer(keys.type) else event.key,
+                            type=keys.type)
+            keys = pc.if_else(pa.array(hit), hot, keys)
+    message_id = (ts_ms << 22) | (rows & ((1 << 22) - 1))
+    return pa.table({
+        "timestamp": pa.array(ts_ms, type=pa.timestamp("ms", tz="UTC")),
+        "channel_id": keys,
+        "message_id": message_id,
+        "user_id": rng.integers(0, plan.n_users, n, dtype=np.int64),
+        "size": _sizes(plan.size_quantiles, rng.random(n)),
+        "op": pa.DictionaryArray.from_arrays(pa.array(op_idx.astype(np.int32)),
+                                             pa.array(op_names)).cast(pa.string()),
+    })
+
+
+def _chunks(plan: GenerationPlan, workers: int):
+    """Chunks in order; with workers > 1 a bounded window of them is computed ahead."""
+    if workers <= 1 or plan.n_chunks == 1:
+        for c in range(plan.n_chunks):
+            yield make_chunk(plan, c)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending = {}
+        ahead = 2 * workers
+        next_submit = 0
+        for c in range(plan.n_chunks):
+            while next_submit < plan.n_chunks and next_submit < c + ahead:
+                pending[next_submit] = pool.submit(make_chunk, plan, next_submit)
+                next_submit += 1
+            yield pending.pop(c).result()
+
+
+def _jsonl_lines(table) -> bytes:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def quoted(col):
+        s = pc.cast(col, pa.string())
+        s = pc.replace_substring(s, "\\", "\\\\")
+        s = pc.replace_substring(s, '"', '\\"')
+        return pc.binary_join_element_wise('"', s, '"', "")
+
+    # %S of a millisecond timestamp prints seconds with their fraction (12.345)
+    ts = pc.strftime(table.column("timestamp"), format="%Y-%m-%dT%H:%M:%SZ")
+    key = table.column("channel_id")
+    key_text = pc.cast(key, pa.string()) if pa.types.is_integer(key.type) else quoted(key)
+    parts = ['{"timestamp":"', ts, '","channel_id":', key_text,
+             ',"message_id":', pc.cast(table.column("message_id"), pa.string()),
+             ',"user_id":', pc.cast(table.column("user_id"), pa.string()),
+             ',"size":', pc.cast(table.column("size"), pa.string()),
+             ',"op":', quoted(table.column("op")), "}\n"]
+    line = pc.binary_join_element_wise(*parts, "")
+    return "".join(line.to_pylist()).encode()
+
+
+def _open_writer(fmt: str, sink, first_table):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    if fmt == "parquet":
+        writer = pq.ParquetWriter(sink, first_table.schema, compression="zstd")
+        return writer.write_table, writer.close
+    if fmt == "csv":
+        writer = pacsv.CSVWriter(sink, first_table.schema)
+        return writer.write_table, writer.close
+    return (lambda t: sink.write(_jsonl_lines(t))), (lambda: None)
+
+
+def write_events(plan: GenerationPlan, output: str, *, fmt: str, workers: int = 1,
+                 progress: Callable[[int], None] | None = None) -> int:
+    """Generate ``plan`` into ``output`` ('-' for stdout); returns rows written.
+
+    Files are written to a temporary name and renamed at the end: a failure or an interrupt
+    never leaves a partial file that looks complete.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if output == "-":
+        if fmt == "parquet":
+            raise InputError("Parquet cannot stream to stdout: use --format csv or jsonl")
+        return _write_all(plan, sys.stdout.buffer, fmt, workers, progress)
+    from hotshard._atomic import atomic_write
+
+    with atomic_write(output, "wb") as handle:
+        return _write_all(plan, handle, fmt, workers, progress)
+
+
+def _write_all(plan, sink, fmt, workers, progress) -> int:
+    written = 0
+    write = close = None
+    for table in _chunks(plan, workers):
+        if write is None:
+            write, close = _open_writer(fmt, sink, table)
+        write(table)
+        written += table.num_rows
+        if progress:
+            progress(table.num_rows)
+    if close:
+        close()
+    return written
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def op_shares_of(profile, ops: Sequence[str] | None = None) -> dict[str, float]:
+    """Read/write mix: the profile's per-operation event shares, else DEFAULT_OPS."""
+    if profile is not None and profile.operations:
+        total = sum(d.events for d in profile.operations.values())
+        return {op: d.events / total for op, d in profile.operations.items()}
+    return dict(DEFAULT_OPS)

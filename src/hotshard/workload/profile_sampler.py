@@ -1,0 +1,199 @@
+"""Sampling keys from a profile: real head keys at exact weights, synthetic tail keys.
+
+Head keys keep their real IDs and exact relative weights. Tail keys get synthetic IDs that can
+never collide with a head key; their weights come from the profile's tail, either the fitted
+power law (default; below xmin the exact histogram) or the exact count-of-counts histogram
+(``tail="histogram"``). Tail keys of equal weight form classes (see ``ClassSampler``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import InputError
+from hotshard.profile.model import BINS_PER_DECADE, EXACT_LIMIT, KeyDistribution, Profile
+from hotshard.profile.powerlaw import DiscretePowerLaw
+from hotshard.workload.sampler import ClassSampler
+
+__all__ = ["ProfileSampler", "from_profile", "tail_classes"]
+
+TAIL_MODES = ("power_law", "histogram")
+
+
+def _round_keys(expected: NDArray[np.float64], total: int) -> NDArray[np.int64]:
+    """Integer key counts summing to ``total``, by largest remainder."""
+    if expected.sum() <= 0:
+        return np.zeros(expected.size, dtype=np.int64)
+    scaled = expected * (total / expected.sum())
+    base = np.floor(scaled).astype(np.int64)
+    short = total - int(base.sum())
+    if short > 0:
+        base[np.argsort(-(scaled - base), kind="stable")[:short]] += 1
+    return base
+
+
+def _law_classes(pl: dict, n_keys: int, c_max: float) -> tuple[NDArray, NDArray]:
+    """(per-key count, keys) classes of the fitted law on xmin..c_max (unscaled counts)."""
+    xmax = pl.get("xmax")
+    law = DiscretePowerLaw(float(pl["alpha"]), int(pl["xmin"]),
+                           None if xmax is None else max(int(xmax), int(pl["xmin"])))
+    xmin = int(pl["xmin"])
+    c_max = max(float(xmin), float(np.floor(c_max)))
+    exact_top = min(c_max, float(EXACT_LIMIT))
+    c = np.arange(xmin, int(exact_top) + 1, dtype=np.float64)
+    counts, expected = [c], [law.pmf(c)]
+    if c_max > exact_top:
+        edges = np.unique(np.floor(np.logspace(np.log10(exact_top + 1), np.log10(c_max + 1),
+                                               max(2, int(BINS_PER_DECADE * np.log10(
+                                                   (c_max + 1) / (exact_top + 1))) + 1))))
+        lo, hi = edges[:-1], edges[1:]
+        mass = law.ccdf(lo) - law.ccdf(hi)
+        a = float(pl["alpha"])
+        # mean count in [lo, hi) under the law, by the continuous approximation (c >= 1024)
+        if abs(a - 2.0) < 1e-9:
+            mean = (np.log(hi) - np.log(lo)) / (1.0 / lo - 1.0 / hi)
+        else:
+            mean = ((hi ** (2 - a) - lo ** (2 - a)) / (2 - a)) / (
+                (hi ** (1 - a) - lo ** (1 - a)) / (1 - a))
+        counts.append(mean)
+        expected.append(mass)
+    counts_arr = np.concatenate(counts)
+    keys = _round_keys(np.concatenate(expected), n_keys)
+    return counts_arr, keys
+
+
+def tail_classes(dist: KeyDistribution, tail: str = "power_law") -> tuple[NDArray, NDArray]:
+    """(per-key weight, integer keys) of the tail classes; weights sum to the tail's events."""
+    if tail not in TAIL_MODES:
+        raise InputError(f"unknown tail model {tail!r}; choose from {', '.join(TAIL_MODES)}")
+    model = dist.tail
+    n_tail = int(round(model.keys))
+    if n_tail == 0 or model.events <= 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    pl = model.power_law
+    if tail == "histogram" or pl is None:
+        counts, keys = model.classes()
+        keys = _round_keys(keys, n_tail)
+    else:
+        count_scale = float(pl.get("count_scale", 1.0))
+        cut = float(pl["xmin"]) * count_scale
+        below = model.values < cut - 1e-9
+        below_counts = model.values[below]
+        below_keys = _round_keys(model.value_keys[below], int(round(model.value_keys[below].sum())))
+        law_keys = n_tail - int(below_keys.sum())
+        ceiling = (dist.head_counts.min() if dist.head_counts.size else
+                   max(float(model.values.max(initial=0)), float(model.bin_hi.max(initial=0))))
+        law_counts, law_k = _law_classes(pl, max(law_keys, 0), ceiling / count_scale)
+        counts = np.concatenate([below_counts, law_counts * count_scale])
+        keys = np.concatenate([below_keys, law_k])
+    keep = keys > 0
+    counts, keys = counts[keep].astype(np.float64), keys[keep].astype(np.int64)
+    total = float(np.dot(counts, keys))
+    weights = counts * (model.events / total) if total > 0 else counts
+    order = np.argsort(-weights, kind="stable")
+    return weights[order], keys[order]
+
+
+@dataclass(frozen=True)
+class ProfileSampler:
+    """Draws key positions from a profile; ``ids`` turns them into key IDs.
+
+    Position i < head_size is the i-th head key (most frequent first); positions from
+    head_size on are tail keys, hottest class first.
+    """
+
+    classes: ClassSampler
+    head_ids: tuple[str, ...]
+    key_type: str
+    tail_model: str
+    n_tail_classes: int
+
+    @property
+    def n_keys(self) -> int:
+        return self.classes.n_keys
+
+    @property
+    def head_size(self) -> int:
+        return len(self.head_ids)
+
+    def sample(self, n: int, rng=None) -> NDArray[np.int64]:
+        """Key positions (0 = hottest head key)."""
+        return self.classes.sample(n, rng)
+
+    def weights(self) -> NDArray[np.float64]:
+        return self.classes.weights()
+
+    def head_probabilities(self) -> NDArray[np.float64]:
+        return self.classes.class_probabilities()[: self.head_size]
+
+    def describe(self) -> dict:
+        return {"distribution": "profile", "n_keys": self.n_keys, "head_keys": self.head_size,
+                "tail_classes": self.n_tail_classes, "tail": self.tail_model,
+                "key_type": self.key_type}
+
+    # -- key IDs ----------------------------------------------------------------------------
+    def ids(self, positions: NDArray[np.int64]):
+        """Key IDs: int64 array for integer keys, a pyarrow string array otherwise."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.key_type == "int64":
+            return self._int_ids(positions)
+        return self._str_ids(positions)
+
+    def _int_ids(self, positions):
+        head = np.array([int(k) for k in self.head_ids], dtype=np.int64)
+        is_head = positions < self.head_size
+        tail_pos = np.where(is_head, 0, positions - self.head_size)
+        taken = np.sort(head[head >= 0])
+        # the p-th non-negative integer that is not a head ID
+        gaps = taken - np.arange(taken.size)
+        tail_ids = tail_pos + np.searchsorted(gaps, tail_pos, side="right")
+        return np.where(is_head, head[np.minimum(positions, max(self.head_size - 1, 0))]
+                        if self.head_size else 0, tail_ids)
+
+    def _tail_prefix(self) -> str:
+        prefix = "~t"
+        while any(re.fullmatch(re.escape(prefix) + r"\d+", k) for k in self.head_ids):
+            prefix = "~" + prefix
+        return prefix
+
+    def _str_ids(self, positions):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        is_head = positions < self.head_size
+        head = pa.array(list(self.head_ids) or [""], type=pa.string())
+        head_part = pc.take(head, pa.array(np.where(is_head, positions, 0)))
+        tail_num = pc.cast(pa.array(np.maximum(positions - self.head_size, 0)), pa.string())
+        tail_part = pc.binary_join_element_wise(self._tail_prefix(), tail_num, "")
+        return pc.if_else(pa.array(is_head), head_part, tail_part)
+
+
+def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
+                 op: str | None = None) -> ProfileSampler:
+    """A sampler reproducing ``profile`` (or one of its operations' distributions)."""
+    if isinstance(profile, Profile):
+        key_type = profile.source.get("key_type", "string")
+        if op is not None:
+            if op not in profile.operations:
+                raise InputError(f"the profile has no operation {op!r}; it has "
+                                 f"{', '.join(profile.operations) or 'none'}")
+            dist = profile.operations[op]
+        else:
+            dist = profile.dist
+    else:
+        dist, key_type = profile, "string"
+    if key_type == "int64":
+        try:
+            [int(k) for k in dist.head_keys]
+        except ValueError:
+            key_type = "string"
+    weights, keys = tail_classes(dist, tail)
+    head_w = np.asarray(dist.head_counts, dtype=np.float64)
+    sampler = ClassSampler(np.concatenate([head_w, weights]),
+                           np.concatenate([np.ones(head_w.size, dtype=np.int64), keys]),
+                           label="profile")
+    return ProfileSampler(sampler, tuple(dist.head_keys), key_type, tail, int(keys.size))

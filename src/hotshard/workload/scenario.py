@@ -1,0 +1,109 @@
+"""Scenarios: arrival times (constant, diurnal, or the profile's own rate) and event overlays.
+
+Times are virtual: event i of a run at rate r is due at start + (i + u_i) / r, u_i uniform, so
+any chunk of events can be generated on its own (and on any worker) from its row index alone.
+A diurnal curve warps those times through the inverse of its cumulative rate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import InputError
+
+__all__ = ["Arrivals", "HotEvent", "parse_duration", "parse_event"]
+
+DAY = 86_400.0
+
+
+def parse_duration(text: str | float) -> float:
+    """'90', '90s', '15m', '2h', '1d' -> seconds."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhd]?)\s*", str(text))
+        if not m:
+            raise InputError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 1d)")
+        value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"durations must be >= 0, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class HotEvent:
+    """During [start, end) seconds into the run, ``share`` of all traffic goes to ``key``."""
+
+    key: str
+    share: float
+    start: float
+    end: float
+
+    def apply(self, times: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Which events (given their offsets and uniforms) are taken over by the hot key."""
+        return (times >= self.start) & (times < self.end) & (u < self.share)
+
+
+def parse_event(spec: str) -> HotEvent:
+    """KEY:SHARE:START:END, e.g. ``4711:0.4:10m:40m`` (SHARE may be a percentage)."""
+    parts = spec.rsplit(":", 3)
+    if len(parts) != 4 or not parts[0]:
+        raise InputError(f"--event must be KEY:SHARE:START:END (e.g. 4711:0.4:10m:40m), "
+                         f"got {spec!r}")
+    key, share_text, start, end = parts
+    try:
+        share = float(share_text.rstrip("%")) / (100.0 if share_text.endswith("%") else 1.0)
+    except ValueError:
+        raise InputError(f"--event share must be a number in (0, 1], got {share_text!r}") from None
+    if not 0.0 < share <= 1.0:
+        raise InputError(f"--event share must be in (0, 1], got {share_text!r}")
+    t0, t1 = parse_duration(start), parse_duration(end)
+    if t1 <= t0:
+        raise InputError(f"--event must end after it starts, got {start}..{end}")
+    return HotEvent(key, share, t0, t1)
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Event times: mean ``rate`` per second, optionally modulated by a diurnal curve.
+
+    rate(t) = rate * (1 + amplitude * sin(2 pi (t + phase) / day)), amplitude in [0, 1).
+    """
+
+    rate: float
+    diurnal_amplitude: float = 0.0
+    diurnal_phase: float = 0.0
+
+    def __post_init__(self):
+        if not (math.isfinite(self.rate) and self.rate > 0):
+            raise InputError(f"rate must be > 0 events/s, got {self.rate}")
+        if not 0.0 <= self.diurnal_amplitude < 1.0:
+            raise InputError(f"diurnal amplitude must be in [0, 1), got {self.diurnal_amplitude}")
+
+    def _cumulative(self, t: NDArray[np.float64]) -> NDArray[np.float64]:
+        a, w = self.diurnal_amplitude, 2.0 * math.pi / DAY
+        p = self.diurnal_phase
+        return self.rate * (t - a / w * (np.cos(w * (t + p)) - math.cos(w * p)))
+
+    def times(self, rows: NDArray[np.int64], u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Seconds since the start for events with these row indices (u: their uniforms)."""
+        target = rows + u  # expected number of events before this one
+        t = target / self.rate
+        if self.diurnal_amplitude == 0.0:
+            return t
+        a, w, p = self.diurnal_amplitude, 2.0 * math.pi / DAY, self.diurnal_phase
+        for _ in range(50):  # Newton on the (strictly increasing) cumulative rate
+            f = self._cumulative(t) - target
+            step = f / (self.rate * (1.0 + a * np.sin(w * (t + p))))
+            t = t - step
+            if np.max(np.abs(step)) < 1e-7:
+                break
+        return t
+
+    def describe(self) -> dict:
+        return {"rate": self.rate, "diurnal_amplitude": self.diurnal_amplitude}

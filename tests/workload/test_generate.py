@@ -1,0 +1,139 @@
+"""Generated workloads: reproducible, faithful to the profile, scenarios applied."""
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from hotshard.errors import InputError
+from hotshard.profile.count import count_profile
+from hotshard.profile.fit import fit_power_law
+from hotshard.workload.generate import parse_dist, plan_workload, verify_file
+from hotshard.workload.messages import make_chunk, write_events
+from hotshard.workload.scenario import Arrivals, parse_event
+from tests.conftest import shared
+
+
+@pytest.fixture(scope="module")
+def orm():
+    return count_profile([str(shared("traces", "orm-busy.parquet"))], key="key")
+
+
+def test_round_trip_keeps_head_in_band_and_tail_alpha(tmp_path, orm):
+    plan = plan_workload(profile=orm, dist=None, events=int(orm.events), seed=3)
+    out = tmp_path / "gen.parquet"
+    write_events(plan, str(out), fmt="parquet", workers=1)
+    again = count_profile([str(out)], key="channel_id")
+    assert again.events == orm.events
+    # every original head key's count within its binomial band (Bonferroni over 500 keys)
+    report = verify_file(orm, str(out))
+    assert report.passed, report.to_dict()
+    regenerated = dict(zip(again.head_keys, again.head_counts, strict=True))
+    p = orm.head_counts / orm.events
+    n = orm.events
+    z = 4.75  # two-sided 1e-3 / 500 keys
+    for key, share in zip(orm.head_keys[:100], p[:100], strict=True):
+        got = regenerated.get(key, 0)
+        assert abs(got - n * share) <= z * np.sqrt(n * share * (1 - share)) + 0.5
+    # tail alpha: the regenerated tail (keys outside the new profile's head, below its smallest
+    # head count) refitted on the original xmin. Both estimates carry sampling noise, so they
+    # may differ by their combined standard error; 3 of those fail with probability 0.3%.
+    pl = orm.tail.power_law
+    xmax = int(again.head_counts.min())
+    head = set(again.head_keys)
+    table = pq.read_table(out, columns=["channel_id"]).column(0).to_numpy()
+    keys, counts = np.unique(table, return_counts=True)
+    tail_counts = counts[[str(k) not in head for k in keys]]
+    refit = fit_power_law(tail_counts, xmin=pl["xmin"], xmax=xmax)
+    combined = np.hypot(pl["alpha_se"], refit.alpha_se)
+    assert abs(refit.alpha - pl["alpha"]) <= 3 * combined
+
+
+def test_verify_rejects_a_uniform_workload(tmp_path, orm):
+    plan = plan_workload(profile=None, dist=f"uniform:{int(orm.keys)}", events=int(orm.events),
+                         seed=1)
+    out = tmp_path / "uniform.parquet"
+    write_events(plan, str(out), fmt="parquet")
+    assert not verify_file(orm, str(out)).passed
+
+
+def test_chunks_depend_only_on_seed_and_index(orm):
+    plan = plan_workload(profile=orm, dist=None, events=5000, seed=9)
+    small = plan.__class__(**{**plan.__dict__, "chunk_rows": 1000})
+    assert make_chunk(small, 3).equals(make_chunk(small, 3))
+    assert not make_chunk(small, 3).equals(make_chunk(small, 4))
+
+
+def test_byte_identical_for_any_workers(tmp_path, orm):
+    plan = plan_workload(profile=orm, dist=None, events=50_000, seed=5)
+    plan = plan.__class__(**{**plan.__dict__, "chunk_rows": 8192})
+    for fmt in ("parquet", "csv"):
+        a, b = tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"
+        write_events(plan, str(a), fmt=fmt, workers=1)
+        write_events(plan, str(b), fmt=fmt, workers=2)
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_message_ids_are_time_ordered_and_unique(orm):
+    plan = plan_workload(profile=orm, dist=None, events=20_000, seed=2, rate=5000)
+    t = make_chunk(plan, 0)
+    ids = t.column("message_id").to_numpy()
+    assert np.all(np.diff(ids) > 0)
+    ts = t.column("timestamp").cast("int64").to_numpy()
+    assert (ts[-1] - ts[0]) / 1000 == pytest.approx(20_000 / 5000, rel=0.01)
+
+
+def test_hot_event_takes_its_share_in_its_window(orm):
+    event = parse_event("4711:0.4:1s:3s")
+    plan = plan_workload(profile=orm, dist=None, events=40_000, seed=4, rate=10_000,
+                         hot_events=(event,))
+    t = make_chunk(plan, 0)
+    offs = (t.column("timestamp").cast("int64").to_numpy() - plan.start_ms) / 1000
+    hot = t.column("channel_id").to_numpy() == 4711
+    inside = (offs >= 1) & (offs < 3)
+    own = hot[~inside].mean()  # 4711's own traffic outside the event (it may be a real key)
+    expected = 0.4 + 0.6 * own
+    share = hot[inside].mean()
+    assert abs(share - expected) < 5 * np.sqrt(expected * (1 - expected) / inside.sum()) + own
+    assert own < 0.01
+
+
+def test_diurnal_arrivals_follow_the_curve():
+    arr = Arrivals(rate=10.0, diurnal_amplitude=0.5)
+    t = arr.times(np.arange(0, 864_000), np.full(864_000, 0.5))
+    assert t[-1] == pytest.approx(86_400, rel=1e-3)  # a day of events at mean rate 10/s
+    per_hour = np.bincount((t // 3600).astype(int), minlength=24)[:24]
+    assert per_hour.max() / per_hour.min() == pytest.approx(3.0, rel=0.1)  # (1+.5)/(1-.5)
+
+
+def test_sizes_follow_profile_quantiles():
+    prof = count_profile([str(shared("traces", "cloudphysics.parquet"))], key="lbn",
+                         size="size", op="op")
+    plan = plan_workload(profile=prof, dist=None, events=200_000, seed=1)
+    sizes = make_chunk(plan, 0).column("size").to_numpy()
+    for q, v in prof.sizes["quantiles"].items():
+        assert np.quantile(sizes, float(q)) == pytest.approx(v, rel=0.02)
+    ops = make_chunk(plan, 0).column("op").to_pylist()
+    share_2a = ops.count("2a") / len(ops)
+    expected = prof.operations["2a"].events / prof.events
+    assert abs(share_2a - expected) < 5 * np.sqrt(expected * (1 - expected) / len(ops))
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"dist": "gauss:1"}, "unknown distribution 'gauss'"),
+    ({"dist": "zipf:0:100"}, "s must be > 0"),
+    ({"dist": "zipf:abc:100"}, "must be a number"),
+    ({"dist": "zipf:1.1"}, "takes 2"),
+    ({"dist": "uniform:10", "events": 0}, "--events must be > 0"),
+    ({"dist": "uniform:10", "events": None}, "say how many events"),
+    ({"dist": None}, "either a PROFILE or --dist"),
+])
+def test_bad_plans(kwargs, message):
+    args = {"profile": None, "dist": "uniform:10", "events": 10, "seed": 1, **kwargs}
+    with pytest.raises(InputError, match=message):
+        plan_workload(**args)
+
+
+def test_parse_dist_builds_each_family():
+    assert parse_dist("latest:100").describe()["distribution"] == "latest"
+    assert parse_dist("hotspot:0.1:0.9:1e3").describe()["n_keys"] == 1000
+    assert parse_dist("scrambled_zipfian:1e6").n_keys == 10**6
