@@ -15,6 +15,8 @@ from hotshard import __version__
 from hotshard.errors import HotshardError
 
 ALTERNATIVE_NAMES = ("lognormal", "exponential", "truncated_power_law")
+PARTITIONER_CHOICE = click.Choice(["redis-cluster", "cassandra", "kafka", "elasticsearch",
+                                   "mongodb", "jump", "ketama", "rendezvous", "modulo", "map"])
 
 
 class AlternativeList(click.ParamType):
@@ -167,10 +169,18 @@ class _ProgressBar:
               show_default=True, help="Counting engine.")
 @click.option("--spark-master", default="local[*]", show_default=True,
               help="Spark master URL for --engine spark.")
+@click.option("--partitioner", "placement_names", type=PARTITIONER_CHOICE, multiple=True,
+              help="Also record each shard's total tail load under this store's placement "
+                   "(counts only; repeatable, paired with --shards) so predict is exact.")
+@click.option("--shards", "placement_shards", type=click.IntRange(min=1), multiple=True,
+              help="Shard count for each --partitioner.")
+@click.option("--key-type", type=click.Choice(["text", "bigint"]),
+              help="How the store types the key for --partitioner [default: bigint for "
+                   "integer key columns, else text].")
 @click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, spark_master,
-            output, quiet):
+            placement_names, placement_shards, key_type, output, quiet):
     """Count requests per key in production data and write a privacy-safe profile.
 
     INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
@@ -186,10 +196,18 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
     """
     from hotshard.profile.count import count_profile
 
+    if len(placement_names) != len(placement_shards):
+        raise click.UsageError("give one --shards N for each --partitioner")
+    placements = [_build_partitioner(name, n, key_type or "text", 16, 0, None, None, None, None)
+                  for name, n in zip(placement_names, placement_shards, strict=True)]
+    if placements and key_type is None:
+        placements = _retype_for_key_column(inputs, key, placements, placement_names,
+                                            placement_shards)
     with _ProgressBar(not quiet) as bar:
         result = count_profile(list(inputs), key=key, counts=counts, op=op, size=size,
                                time_col=time_col, top_k=top_k, min_count=min_count,
-                               engine=engine, spark_master=spark_master, progress=bar.callback)
+                               engine=engine, spark_master=spark_master, progress=bar.callback,
+                               placements=placements)
     result.save(output)
     pl = result.tail.power_law
     tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl
@@ -359,6 +377,18 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, rate, duratio
         click.echo(f"wrote {output}: {written:,} messages ({out_fmt}, seed {seed})", err=True)
 
 
+def _retype_for_key_column(inputs, key, placements, names, shards):
+    """Integer key columns are bigint keys to the stores that type them (not Redis/ES)."""
+    from hotshard.profile.count import key_column_is_integer
+
+    if not key_column_is_integer(list(inputs), key):
+        return placements
+    return [_build_partitioner(name, n, "text" if name in ("redis-cluster", "elasticsearch",
+                                                           "ketama") else "bigint",
+                               16, 0, None, None, None, None)
+            for name, n in zip(names, shards, strict=True)]
+
+
 class _RowsBar:
     """Rows-written progress bar on stderr (terminal only)."""
 
@@ -377,6 +407,137 @@ class _RowsBar:
     def __call__(self, rows: int) -> None:
         self.done += rows
         self.inner("generating messages", self.done / self.total)
+
+
+def _partitioner_options(func):
+    """Options shared by `shard`, `predict` and `profile --partitioner`."""
+    opts = [
+        click.option("--key-type", type=click.Choice(["text", "bigint"]),
+                     help="How the store types the key: text, or bigint (8-byte integer) "
+                          "[default: bigint for integer keys in a profile, else text]."),
+        click.option("--num-tokens", type=click.IntRange(min=1), default=16, show_default=True,
+                     help="Cassandra vnodes per node."),
+        click.option("--ring-seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of Cassandra's random token allocation."),
+        click.option("--ring-file", metavar="FILE",
+                     help="Cassandra ring: 'token node' lines (e.g. from nodetool ring)."),
+        click.option("--slots-map", metavar="FILE",
+                     help="Redis CLUSTER SLOTS dump: JSON or 'start end node' lines."),
+        click.option("--routing-shards", type=click.IntRange(min=1),
+                     help="Elasticsearch number_of_routing_shards (clusters before 9.4)."),
+        click.option("--map", "map_file", metavar="FILE",
+                     help="Explicit key,shard table for --partitioner map."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _build_partitioner(name, shards, key_type, num_tokens, ring_seed, ring_file, slots_map,
+                       routing_shards, map_file):
+    from hotshard.shards.partitioners import make_partitioner
+
+    return make_partitioner(name, shards, key_type=key_type or "text", num_tokens=num_tokens,
+                            ring_seed=ring_seed, ring_file=ring_file, slots_map=slots_map,
+                            routing_shards=routing_shards, map_file=map_file)
+
+
+@cli.command()
+@click.argument("keys", nargs=-1, required=True, metavar="KEY...")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, required=True,
+              help="The store whose placement to reproduce.")
+@click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards / nodes / partitions.")
+@_partitioner_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+def shard(keys, partitioner, shards, key_type, num_tokens, ring_seed, ring_file, slots_map,
+          routing_shards, map_file, as_json):
+    """Print each key's shard (and slot, token or hash) exactly as the store places it.
+
+    \b
+    Examples:
+      hotshard shard somekey '{user1000}.following' -p redis-cluster -n 3
+      hotshard shard 4711 982 -p cassandra -n 12 --key-type bigint
+      hotshard shard 21 foobar -p kafka -n 64
+    """
+    part = _build_partitioner(partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
+                              slots_map, routing_shards, map_file)
+    placed = part.shard_of(list(keys))
+    details = part.details(list(keys)) if hasattr(part, "details") else {}
+    for i, key in enumerate(keys):
+        extra = {name: int(values[i]) for name, values in details.items()}
+        if as_json:
+            click.echo(json.dumps({"key": key, "shard": int(placed[i]), **extra}))
+        else:
+            more = "".join(f"  {name} {value}" for name, value in extra.items())
+            click.echo(f"{key}\tshard {int(placed[i])}{more}")
+
+
+def _whatif(split_hot, replicas, cache_hit, coalesce, hot_keys):
+    from hotshard.shards.predict import WhatIf
+
+    k, s = 0, 1
+    if split_hot:
+        try:
+            k, s = (int(x) for x in split_hot.split(":"))
+        except ValueError:
+            raise click.BadParameter(f"expected K:S such as 10:8, got {split_hot!r}",
+                                     param_hint="--split-hot") from None
+    return WhatIf(k, s, replicas, cache_hit, coalesce, hot_keys)
+
+
+@cli.command()
+@click.argument("profile_path", metavar="PROFILE")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, required=True,
+              help="The store whose placement to reproduce.")
+@click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards / nodes / partitions.")
+@_partitioner_options
+@click.option("--rps", type=click.FloatRange(min=0, min_open=True),
+              help="Total requests/s, to predict each shard's CPU (with --capacity).")
+@click.option("--capacity", type=click.FloatRange(min=0, min_open=True),
+              help="Requests/s one shard can serve at 100% CPU.")
+@click.option("--split-hot", metavar="K:S",
+              help="What if the top K keys were each split into S sub-partitions (time buckets)?")
+@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
+              help="What if reads were spread over R replicas per shard?")
+@click.option("--cache-hit", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="What if this fraction of hot-key reads hit a local cache?")
+@click.option("--coalesce", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="What if this fraction of hot-key reads merged with an in-flight one?")
+@click.option("--hot-keys", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many top keys --cache-hit and --coalesce apply to.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def predict(profile_path, partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
+            slots_map, routing_shards, map_file, rps, capacity, split_hot, replicas, cache_hit,
+            coalesce, hot_keys, as_json):
+    """Predict each shard's share of load (and CPU) from a profile, before any test runs.
+
+    Head keys are placed exactly by the store's partitioner; the tail is spread by its mean
+    and variance (exact when the profile recorded this partitioner). Shows max/mean, the
+    hottest shard and the keys that make it hot, and the band a uniform workload would show,
+    so 95% against 20% is visibly not noise. Mitigation flags show before/after.
+
+    \b
+    Examples:
+      hotshard predict profile.json -p cassandra -n 12 --rps 3000 --capacity 400
+      hotshard predict profile.json -p kafka -n 64 --split-hot 10:8 --replicas 3
+    """
+    from hotshard.profile.model import Profile
+    from hotshard.render import prediction_summary
+    from hotshard.shards.predict import predict as run_predict
+
+    prof = Profile.load(profile_path)
+    if key_type is None:
+        key_type = "bigint" if prof.source.get("key_type") == "int64" else "text"
+    if partitioner in ("redis-cluster", "elasticsearch", "ketama"):
+        key_type = "text"  # these stores hash the key's bytes as a string
+    part = _build_partitioner(partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
+                              slots_map, routing_shards, map_file)
+    result = run_predict(prof, part, rps=rps, capacity=capacity,
+                         whatif=_whatif(split_hot, replicas, cache_hit, coalesce, hot_keys))
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+    else:
+        click.echo(prediction_summary(result))
 
 
 @cli.command()

@@ -90,3 +90,42 @@ def verify_summary(report, path: str) -> str:
         lines.append(f"  {'PASS' if check.passed else 'FAIL'}  {check.name}: {check.detail}")
     lines.append("  result: " + ("pass" if report.passed else "FAIL"))
     return "\n".join(lines)
+
+
+def _shard_rows(pred, label: str) -> list[str]:
+    lines = [f"  {label}: max/mean {pred.max_over_mean:.2f}; hottest shard {pred.hottest} "
+             f"carries {pred.shares[pred.hottest]:.2%}"]
+    order = sorted(range(pred.n_shards), key=lambda s: -pred.shares[s])
+    show = order[:8] if pred.n_shards > 8 else order
+    for s in show:
+        cpu = f"  cpu {pred.cpu[s]:6.0%}" if pred.cpu is not None else ""
+        sd = f" +/- {pred.sd[s]:.2%}" if pred.sd[s] > 0 else ""
+        lines.append(f"    shard {s:>4}  {pred.shares[s]:7.2%}{sd}{cpu}")
+    if pred.n_shards > 8:
+        rest = pred.shares[order[8:]]
+        lines.append(f"    ... {pred.n_shards - 8} more shards between {rest.min():.2%} and "
+                     f"{rest.max():.2%}")
+    if pred.hottest_keys:
+        keys = ", ".join(f"{k} ({v:.2%})" for k, v in pred.hottest_keys)
+        lines.append(f"    hot keys on shard {pred.hottest}: {keys}")
+    return lines
+
+
+def prediction_summary(pred) -> str:
+    """`hotshard predict`: per-shard shares, against what uniform keys would show."""
+    exact = "exact (placement recorded in the profile)" if pred.tail_exact else \
+        "head exact, tail by its mean and variance"
+    lines = [f"Predicted load on {pred.partitioner} ({pred.n_shards} shards; {exact})"]
+    lines += _shard_rows(pred, "before" if pred.after is not None else "prediction")
+    lines.append(f"  uniform keys would give every shard {pred.uniform_low:.2%} to "
+                 f"{pred.uniform_high:.2%} (max/mean <= {pred.uniform_max_over_mean:.2f})")
+    if pred.max_over_mean > pred.uniform_max_over_mean:
+        lines.append(f"  => shard {pred.hottest} is hot by key distribution, not by noise: "
+                     f"{pred.shares[pred.hottest]:.2%} against at most {pred.uniform_high:.2%}")
+    if pred.after is not None:
+        w = pred.whatif
+        lines.append(f"  what if: split {w['split_hot']}, replicas {w['replicas']}, cache hit "
+                     f"{w['cache_hit']:.0%}, coalesce {w['coalesce']:.0%} "
+                     f"(top {w['hot_keys']} keys)")
+        lines += _shard_rows(pred.after, "after")
+    return "\n".join(lines)

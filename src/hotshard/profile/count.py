@@ -49,6 +49,7 @@ class RawCounts:
     size_quantiles: dict[str, float] | None = None
     second_counts: tuple[np.ndarray, np.ndarray] | None = None  # (events in a second, seconds)
     window: tuple[float, float] | None = None  # first and last second (epoch)
+    placement: dict[str, dict] = field(default_factory=dict)
 
 
 def _fmt_of(path: str) -> str:
@@ -165,7 +166,7 @@ def build_profile(raw: RawCounts, *, source: dict, min_count: int) -> Profile:
     sizes = {"quantiles": raw.size_quantiles} if raw.size_quantiles is not None else None
     profile = Profile(source=src, dist=overall,
                       privacy={"min_count": int(min_count), "pseudonymized": False},
-                      operations=ops, sizes=sizes, rate=rate)
+                      placement=dict(raw.placement), operations=ops, sizes=sizes, rate=rate)
     return Profile.from_dict(profile.to_dict())  # the same validation a loaded file gets
 
 
@@ -182,6 +183,7 @@ def count_profile(
     engine: str = "duckdb",
     spark_master: str = "local[*]",
     progress: Progress | None = None,
+    placements: Sequence[object] = (),
 ) -> Profile:
     """Count events per key in ``inputs`` and build a privacy-safe profile.
 
@@ -202,6 +204,9 @@ def count_profile(
     engine : {"duckdb", "spark"}
     progress : callable, optional
         ``progress(stage, fraction_or_None)``, called from the counting thread's poller.
+    placements : sequence of Partitioner
+        Record, for each, every shard's total tail events (counts only, no keys), so that
+        ``predict`` is exact for that store.
     """
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
@@ -213,7 +218,8 @@ def count_profile(
         raise InputError("--size and --time need event rows; they cannot be used with --counts")
     files, fmt = resolve_inputs(inputs)
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
-                     time=time_col, top_k=top_k, min_count=min_count)
+                     time=time_col, top_k=top_k, min_count=min_count,
+                     placements=tuple(placements))
     if engine == "duckdb":
         from hotshard.profile.engines import duckdb_engine
 
@@ -241,6 +247,7 @@ class CountSpec:
     time: str | None
     top_k: int
     min_count: int
+    placements: tuple = ()
 
     def columns(self) -> list[str]:
         return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]
@@ -268,3 +275,50 @@ def run_with_progress(work: Callable[[], object], poll: Callable[[], float | Non
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]
+
+
+def accumulate_placement(batches, head_keys: Sequence[str], partitioners) -> dict[str, dict]:
+    """Tail events per shard for each partitioner, from (keys as text, counts) batches.
+
+    Keys are hashed in this process and dropped: only per-shard totals are kept.
+    """
+    from hotshard.shards.partitioners import ring_fingerprint, spec_of
+
+    head = set(head_keys)
+    totals = {spec_of(p): np.zeros(p.n_shards) for p in partitioners}
+    for keys, counts in batches:
+        keep = np.fromiter((k not in head for k in keys), dtype=bool, count=len(keys))
+        if not keep.any():
+            continue
+        tail_keys = [k for k, flag in zip(keys, keep, strict=True) if flag]
+        tail_counts = np.asarray(counts, dtype=np.float64)[keep]
+        for p in partitioners:
+            totals[spec_of(p)] += np.bincount(p.shard_of(tail_keys), weights=tail_counts,
+                                              minlength=p.n_shards)
+    return {
+        spec_of(p): {"tail_events_by_shard": [int(round(v)) for v in totals[spec_of(p)]],
+                     "fingerprint": ring_fingerprint(p),
+                     "key_type": getattr(p, "key_type", "text")}
+        for p in partitioners
+    }
+
+
+def key_column_is_integer(inputs: Sequence[str], key: str) -> bool:
+    """Whether the key column has an integer type (read from the schema only)."""
+    import duckdb
+
+    from hotshard.profile.engines.duckdb_engine import _INT_TYPES, _READERS, _lit
+
+    files, fmt = resolve_inputs(inputs)
+    src = _READERS[fmt].format(files="[" + ", ".join(_lit(f) for f in files) + "]")
+    con = duckdb.connect()
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"cannot read {files[0]}: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    types = {r[0]: str(r[1]).upper() for r in rows}
+    if key not in types:
+        raise InputError(f"no column {key!r} in the input; its columns are: {', '.join(types)}")
+    return types[key] in _INT_TYPES

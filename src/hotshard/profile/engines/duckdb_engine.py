@@ -9,6 +9,7 @@ import numpy as np
 from hotshard.errors import InputError
 from hotshard.profile.count import (
     SIZE_QUANTILES,
+    accumulate_placement,
     CountSpec,
     Progress,
     RawCounts,
@@ -174,9 +175,13 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         if spec.time:
             second_counts, window = _per_second(s, types[spec.time])
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
+        placement = {}
+        if spec.placements:
+            placement = accumulate_placement(_key_batches(s), overall.head_keys,
+                                             spec.placements)
         return RawCounts(rows=int(rows), null_keys=int(null_keys), key_type=key_type,
                          overall=overall, operations=operations, size_quantiles=sizes,
-                         second_counts=second_counts, window=window)
+                         second_counts=second_counts, window=window, placement=placement)
     finally:
         s.close()
 
@@ -198,3 +203,13 @@ def _per_second(s: _Session, col_type: str):
     coc = s.sql("SELECT c, count(*) AS seconds FROM per_sec GROUP BY c ORDER BY c").fetchnumpy()
     return ((np.asarray(coc["c"], dtype=np.int64), np.asarray(coc["seconds"], dtype=np.int64)),
             (float(lo), float(hi)))
+
+
+def _key_batches(s: _Session, size: int = 1 << 18):
+    """(keys as text, counts) of every key, streamed in batches."""
+    res = s.sql("SELECT CAST(k AS VARCHAR) AS k, n FROM kc_all WHERE k IS NOT NULL AND n > 0")
+    while True:
+        chunk = res.fetchmany(size)
+        if not chunk:
+            return
+        yield [r[0] for r in chunk], [r[1] for r in chunk]

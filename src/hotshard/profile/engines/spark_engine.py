@@ -13,7 +13,14 @@ import warnings
 import numpy as np
 
 from hotshard.errors import InputError
-from hotshard.profile.count import SIZE_QUANTILES, CountSpec, Progress, RawCounts, RawDist
+from hotshard.profile.count import (
+    SIZE_QUANTILES,
+    CountSpec,
+    Progress,
+    RawCounts,
+    RawDist,
+    accumulate_placement,
+)
 
 _INT_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType"}
 _NUM_TYPES = _INT_TYPES | {"FloatType", "DoubleType"}
@@ -130,9 +137,14 @@ def count(spec: CountSpec, master: str = "local[*]",
         if spec.time:
             second_counts, window = _per_second(df, spec)
         key_type = "int64" if _type_name(df, spec.key) in _INT_TYPES else "string"
+        placement = {}
+        if spec.placements:
+            rows = kc.select(F.col("k").cast("string").alias("k"), "n").toLocalIterator()
+            placement = accumulate_placement(_batches(rows), overall.head_keys, spec.placements)
         return RawCounts(rows=int(tot["rows"] or 0), null_keys=int(tot["nulls"] or 0),
                          key_type=key_type, overall=overall, operations=operations,
-                         size_quantiles=sizes, second_counts=second_counts, window=window)
+                         size_quantiles=sizes, second_counts=second_counts, window=window,
+                         placement=placement)
     except PySparkException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"spark could not count the input: {first}") from None
@@ -161,3 +173,15 @@ def _per_second(df, spec: CountSpec):
     return ((np.array([r["c"] for r in coc], dtype=np.int64),
              np.array([r["s"] for r in coc], dtype=np.int64)),
             (float(bounds["lo"]), float(bounds["hi"])))
+
+
+def _batches(rows, size: int = 1 << 16):
+    keys, counts = [], []
+    for r in rows:
+        keys.append(r["k"])
+        counts.append(r["n"])
+        if len(keys) >= size:
+            yield keys, counts
+            keys, counts = [], []
+    if keys:
+        yield keys, counts

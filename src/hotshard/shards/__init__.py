@@ -1,0 +1,1 @@
+"""Shards: real stores' key -> shard placement, and per-shard load prediction."""

@@ -1,0 +1,538 @@
+"""Real stores' partitioners: key -> shard exactly as the store does it, over arrays of keys.
+
+Each is checked against the store's own published test vectors (tests/shards). Keys are given
+as text (what a profile holds) and serialised as the store would: UTF-8 for Redis, Kafka's
+StringSerializer and Cassandra ``text``; 8-byte big-endian for Cassandra ``bigint`` and Kafka's
+LongSerializer; UTF-16LE for Elasticsearch routing; BSON-typed bytes for MongoDB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import InputError
+from hotshard.shards import _hashes as H
+
+__all__ = ["PARTITIONERS", "Partitioner", "encode_keys", "make_partitioner"]
+
+REDIS_SLOTS = 16384
+INT64_MIN = -(2**63)
+
+
+@runtime_checkable
+class Partitioner(Protocol):
+    """Places keys on shards: ``shard_of(keys)`` -> shard index per key."""
+
+    name: str
+    n_shards: int
+
+    def shard_of(self, keys: Sequence[str]) -> NDArray[np.int64]: ...
+
+    def ownership(self) -> NDArray[np.float64]: ...
+
+
+def _pack(blobs: list[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    if blobs:
+        offsets[1:] = np.cumsum([len(b) for b in blobs])
+    data = np.frombuffer(b"".join(blobs) or b"\0", dtype=np.uint8)
+    return data, offsets
+
+
+def _as_int(key: str) -> int:
+    try:
+        value = int(key)
+    except ValueError:
+        raise InputError(f"key {key!r} is not an integer: use --key-type text") from None
+    if not INT64_MIN <= value < 2**63:
+        raise InputError(f"key {key} does not fit a 64-bit integer")
+    return value
+
+
+def encode_keys(keys: Sequence[str], kind: str) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """Serialise keys as a store does: kind is text, utf16le, bigint, bson."""
+    keys = [str(k) for k in keys]
+    if kind == "text":
+        return _pack([k.encode() for k in keys])
+    if kind == "utf16le":
+        return _pack([k.encode("utf-16-le") for k in keys])
+    if kind == "bigint":
+        return _pack([struct.pack(">q", _as_int(k)) for k in keys])
+    if kind == "bson-int":
+        return _pack([struct.pack("<iiq", 0, 10, _as_int(k)) for k in keys])
+    if kind == "bson-string":
+        blobs = []
+        for k in keys:
+            raw = k.encode()
+            blobs.append(struct.pack("<iii", 0, 15, len(raw) + 1) + raw + b"\0")
+        return _pack(blobs)
+    raise InputError(f"unknown key encoding {kind!r}")
+
+
+def _check_shards(n: int) -> int:
+    if int(n) != n or n < 1:
+        raise InputError(f"shards must be an integer >= 1, got {n}")
+    return int(n)
+
+
+def _uniform(n: int) -> NDArray[np.float64]:
+    return np.full(n, 1.0 / n)
+
+
+# -- ring helpers ---------------------------------------------------------------------------
+def _ring_owner(ring_tokens: NDArray, ring_nodes: NDArray, hashes: NDArray) -> NDArray:
+    """Owner = node of the first ring token >= hash, wrapping to the first token."""
+    idx = np.searchsorted(ring_tokens, hashes, side="left")
+    idx[idx == ring_tokens.size] = 0
+    return ring_nodes[idx]
+
+
+def _ring_ownership(ring_tokens: NDArray, ring_nodes: NDArray, n: int, lo: float,
+                    hi: float) -> NDArray[np.float64]:
+    """Fraction of [lo, hi) each node owns: token i owns (token i-1, token i]."""
+    t = ring_tokens.astype(np.float64)
+    span = hi - lo
+    sizes = np.diff(np.concatenate([[t[-1] - span], t]))
+    own = np.bincount(ring_nodes, weights=sizes, minlength=n)
+    return own / own.sum()
+
+
+@dataclass(frozen=True)
+class RedisCluster:
+    """CRC16-XMODEM(key or its {hash tag}) mod 16384 -> slot; slot -> node by slot ranges."""
+
+    n_shards: int
+    slot_node: NDArray[np.int64]
+    name: str = "redis-cluster"
+
+    def slots(self, keys):
+        return H.redis_slots(*encode_keys(keys, "text"))
+
+    def shard_of(self, keys):
+        return self.slot_node[self.slots(keys)]
+
+    def ownership(self):
+        return np.bincount(self.slot_node, minlength=self.n_shards) / REDIS_SLOTS
+
+    def details(self, keys):
+        return {"slot": self.slots(keys)}
+
+
+def _even_slots(n: int) -> NDArray[np.int64]:
+    """Slot ranges as `redis-cli --cluster create` assigns them to n masters."""
+    per_node = REDIS_SLOTS / n
+    slot_node = np.empty(REDIS_SLOTS, dtype=np.int64)
+    first, cursor = 0, 0.0
+    for node in range(n):
+        last = int(math.floor(cursor + per_node - 1 + 0.5))  # C lround
+        if last > REDIS_SLOTS - 1 or node == n - 1:
+            last = REDIS_SLOTS - 1
+        slot_node[first:last + 1] = node
+        first = last + 1
+        cursor += per_node
+    return slot_node
+
+
+def load_slots_map(path: str) -> tuple[NDArray[np.int64], int]:
+    """A CLUSTER SLOTS dump: JSON [[start, end, node...], ...] or 'start end node' lines."""
+    text = _read_text(path)
+    rows = []
+    try:
+        doc = json.loads(text)
+        rows = [(int(r[0]), int(r[1]), str(r[2][0] if isinstance(r[2], list) else r[2]))
+                for r in doc]
+    except (json.JSONDecodeError, TypeError, IndexError, ValueError):
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split()
+            if len(parts) < 3:
+                raise InputError(f"{path} line {i}: expected 'start end node'") from None
+            rows.append((int(parts[0]), int(parts[1]), parts[2]))
+    nodes = sorted({r[2] for r in rows})
+    slot_node = np.full(REDIS_SLOTS, -1, dtype=np.int64)
+    for start, end, node in rows:
+        if not 0 <= start <= end < REDIS_SLOTS:
+            raise InputError(f"{path}: slot range {start}-{end} is outside 0-16383")
+        slot_node[start:end + 1] = nodes.index(node)
+    missing = np.flatnonzero(slot_node < 0)
+    if missing.size:
+        raise InputError(f"{path} leaves {missing.size} slots unassigned (first: {missing[0]}): "
+                         "a slots map must cover 0-16383")
+    return slot_node, len(nodes)
+
+
+@dataclass(frozen=True)
+class Cassandra:
+    """Murmur3Partitioner token ring with vnodes (num_tokens per node)."""
+
+    n_shards: int
+    ring_tokens: NDArray[np.int64]
+    ring_nodes: NDArray[np.int64]
+    key_type: str = "text"
+    name: str = "cassandra"
+
+    def tokens(self, keys):
+        kind = "bigint" if self.key_type == "bigint" else "text"
+        return H.cassandra_tokens(*encode_keys(keys, kind))
+
+    def shard_of(self, keys):
+        return _ring_owner(self.ring_tokens, self.ring_nodes, self.tokens(keys))
+
+    def ownership(self):
+        return _ring_ownership(self.ring_tokens, self.ring_nodes, self.n_shards,
+                               float(INT64_MIN), float(2**63))
+
+    def details(self, keys):
+        return {"token": self.tokens(keys)}
+
+
+def random_ring(n: int, num_tokens: int, seed: int) -> tuple[NDArray, NDArray]:
+    """Cassandra's random token allocation: num_tokens uniform tokens per node, seeded."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(INT64_MIN + 1, 2**63 - 1, size=n * num_tokens, dtype=np.int64,
+                          endpoint=True)
+    nodes = np.repeat(np.arange(n, dtype=np.int64), num_tokens)
+    order = np.argsort(tokens, kind="stable")
+    return tokens[order], nodes[order]
+
+
+def load_ring(path: str) -> tuple[NDArray, NDArray, int]:
+    """'token node' lines (nodetool ring order does not matter)."""
+    tokens, names = [], []
+    for i, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        try:
+            tokens.append(int(parts[0]))
+            names.append(parts[1])
+        except (ValueError, IndexError):
+            raise InputError(f"{path} line {i}: expected 'token node'") from None
+    if not tokens:
+        raise InputError(f"{path} holds no tokens")
+    if len(set(tokens)) != len(tokens):
+        raise InputError(f"{path} lists a token twice: a ring needs distinct tokens")
+    nodes = sorted(set(names))
+    order = np.argsort(tokens)
+    return (np.array(tokens, dtype=np.int64)[order],
+            np.array([nodes.index(n) for n in names], dtype=np.int64)[order], len(nodes))
+
+
+@dataclass(frozen=True)
+class Kafka:
+    """Kafka's default partitioner for keyed records: (murmur2(key) & 0x7fffffff) % partitions."""
+
+    n_shards: int
+    key_type: str = "text"
+    name: str = "kafka"
+
+    def hashes(self, keys):
+        kind = "bigint" if self.key_type == "bigint" else "text"
+        return H.kafka_murmur2(*encode_keys(keys, kind))
+
+    def shard_of(self, keys):
+        return (self.hashes(keys) & 0x7FFFFFFF) % self.n_shards
+
+    def ownership(self):
+        return _uniform(self.n_shards)
+
+    def details(self, keys):
+        return {"murmur2": self.hashes(keys)}
+
+
+@dataclass(frozen=True)
+class Elasticsearch:
+    """murmur3_x86_32 of the routing value's UTF-16LE bytes; floorMod with routing shards."""
+
+    n_shards: int
+    routing_shards: int
+    name: str = "elasticsearch"
+
+    def hashes(self, keys):
+        return H.murmur3_x86_32(*encode_keys(keys, "utf16le"), 0)
+
+    def shard_of(self, keys):
+        h = self.hashes(keys)
+        return np.mod(h, self.routing_shards) // (self.routing_shards // self.n_shards)
+
+    def ownership(self):
+        return _uniform(self.n_shards)
+
+    def details(self, keys):
+        return {"murmur3": self.hashes(keys)}
+
+
+@dataclass(frozen=True)
+class MongoDB:
+    """Hashed shard key: first 8 bytes of MD5 over the BSON-typed value; chunk ranges."""
+
+    n_shards: int
+    chunk_bounds: NDArray[np.int64]  # sorted lower bounds of chunks (first is INT64_MIN)
+    chunk_shard: NDArray[np.int64]
+    key_type: str = "text"
+    name: str = "mongodb"
+
+    def hashes(self, keys):
+        kind = "bson-int" if self.key_type == "bigint" else "bson-string"
+        return H.md5_prefix64(*encode_keys(keys, kind))
+
+    def shard_of(self, keys):
+        idx = np.searchsorted(self.chunk_bounds, self.hashes(keys), side="right") - 1
+        return self.chunk_shard[idx]
+
+    def ownership(self):
+        upper = np.append(self.chunk_bounds[1:].astype(np.float64), float(2**63))
+        sizes = upper - self.chunk_bounds.astype(np.float64)
+        own = np.bincount(self.chunk_shard, weights=sizes, minlength=self.n_shards)
+        return own / own.sum()
+
+    def details(self, keys):
+        return {"hashed": self.hashes(keys)}
+
+
+def even_chunks(n: int, per_shard: int = 2) -> tuple[NDArray, NDArray]:
+    """MongoDB's initial split of the hashed space: equal chunks, ``per_shard`` per shard."""
+    k = n * per_shard
+    bounds = np.array([INT64_MIN + (2**64 * i) // k for i in range(k)], dtype=np.int64)
+    return bounds, np.arange(k, dtype=np.int64) % n
+
+
+def _key_hash64(keys, key_type: str):
+    """A 64-bit input for the generic schemes: the integer itself, else murmur3 of the text."""
+    if key_type == "bigint":
+        return np.array([_as_int(k) for k in keys], dtype=np.int64)
+    return H.murmur3_64(*encode_keys(keys, "text"))
+
+
+@dataclass(frozen=True)
+class Jump:
+    """Jump consistent hash (Lamping & Veach 2014) of the key's 64-bit hash."""
+
+    n_shards: int
+    key_type: str = "text"
+    name: str = "jump"
+
+    def shard_of(self, keys):
+        return H.jump(_key_hash64(keys, self.key_type), self.n_shards)
+
+    def ownership(self):
+        return _uniform(self.n_shards)
+
+
+@dataclass(frozen=True)
+class Modulo:
+    """hash(key) mod N: the integer key itself when keys are integers (id % N sharding)."""
+
+    n_shards: int
+    key_type: str = "text"
+    name: str = "modulo"
+
+    def shard_of(self, keys):
+        h = _key_hash64(keys, self.key_type)
+        if self.key_type == "bigint":
+            return np.mod(h, self.n_shards)
+        return (h.view(np.uint64) % np.uint64(self.n_shards)).astype(np.int64)
+
+    def ownership(self):
+        return _uniform(self.n_shards)
+
+
+@dataclass(frozen=True)
+class Ketama:
+    """libketama consistent hashing: 40 MD5 digests x 4 points per server (160 vnodes)."""
+
+    n_shards: int
+    ring_tokens: NDArray[np.int64]
+    ring_nodes: NDArray[np.int64]
+    name: str = "ketama"
+
+    def hashes(self, keys):
+        return H.md5_prefix64(*encode_keys(keys, "text")) & 0xFFFFFFFF
+
+    def shard_of(self, keys):
+        return _ring_owner(self.ring_tokens, self.ring_nodes, self.hashes(keys))
+
+    def ownership(self):
+        return _ring_ownership(self.ring_tokens, self.ring_nodes, self.n_shards, 0.0, 2.0**32)
+
+
+def ketama_ring(n: int, vnodes: int = 160) -> tuple[NDArray, NDArray]:
+    points, nodes = [], []
+    for s in range(n):
+        for k in range(max(1, vnodes // 4)):
+            digest = hashlib.md5(f"shard-{s}-{k}".encode()).digest()
+            for j in range(4):
+                points.append(int.from_bytes(digest[4 * j:4 * j + 4], "little"))
+                nodes.append(s)
+    order = np.argsort(points, kind="stable")
+    return np.array(points, dtype=np.int64)[order], np.array(nodes, dtype=np.int64)[order]
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Highest-random-weight hashing: each key goes to the shard with the top score."""
+
+    n_shards: int
+    key_type: str = "text"
+    name: str = "rendezvous"
+
+    def shard_of(self, keys):
+        h = _key_hash64(keys, self.key_type).view(np.uint64)
+        seeds = H.splitmix64(np.arange(self.n_shards, dtype=np.uint64))
+        best = np.zeros(h.size, dtype=np.int64)
+        top = np.zeros(h.size, dtype=np.uint64)
+        for s in range(self.n_shards):
+            score = H.splitmix64(h ^ seeds[s])
+            better = score > top
+            best[better] = s
+            top[better] = score[better]
+        return best
+
+    def ownership(self):
+        return _uniform(self.n_shards)
+
+
+@dataclass(frozen=True)
+class ExplicitMap:
+    """An explicit key -> shard table (CSV or TSV 'key,shard'); other keys are an error."""
+
+    n_shards: int
+    table: dict[str, int] = field(default_factory=dict)
+    name: str = "map"
+
+    def shard_of(self, keys):
+        try:
+            return np.array([self.table[str(k)] for k in keys], dtype=np.int64)
+        except KeyError as exc:
+            raise InputError(f"key {exc.args[0]!r} is not in the --map table") from None
+
+    def ownership(self):
+        counts = np.bincount(np.fromiter(self.table.values(), dtype=np.int64),
+                             minlength=self.n_shards)
+        return counts / counts.sum()
+
+
+def load_map(path: str) -> tuple[dict[str, int], int]:
+    table = {}
+    for i, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.replace("\t", ",").split(",")]
+        if len(parts) != 2:
+            raise InputError(f"{path} line {i}: expected 'key,shard'")
+        try:
+            table[parts[0]] = int(parts[1])
+        except ValueError:
+            if i == 1:
+                continue  # header
+            raise InputError(f"{path} line {i}: shard {parts[1]!r} is not an integer") from None
+    if not table:
+        raise InputError(f"{path} holds no key,shard rows")
+    if min(table.values()) < 0:
+        raise InputError(f"{path}: shard numbers must be >= 0")
+    return table, max(table.values()) + 1
+
+
+def _read_text(path: str) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"no such file: {path}")
+    if p.is_dir():
+        raise InputError(f"{path} is a directory")
+    text = p.read_text()
+    if not text.strip():
+        raise InputError(f"{path} is empty")
+    return text
+
+
+PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb", "jump",
+                "ketama", "rendezvous", "modulo", "map")
+
+
+def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "text",
+                     num_tokens: int = 16, ring_seed: int = 0, ring_file: str | None = None,
+                     slots_map: str | None = None, routing_shards: int | None = None,
+                     map_file: str | None = None, vnodes: int = 160) -> Partitioner:
+    """Build a partitioner by name. ``key_type`` is text or bigint (how the store types keys).
+
+    Raises
+    ------
+    InputError
+        Unknown name, shards < 1, or a ring / slot / map file that is malformed or incomplete.
+    """
+    if name not in PARTITIONERS:
+        raise InputError(f"unknown partitioner {name!r}; choose from {', '.join(PARTITIONERS)}")
+    if key_type not in ("text", "bigint"):
+        raise InputError(f"key type must be text or bigint, got {key_type!r}")
+    if name == "map":
+        if not map_file:
+            raise InputError("the map partitioner needs --map FILE")
+        table, n = load_map(map_file)
+        return ExplicitMap(n, table)
+    if name == "redis-cluster" and slots_map:
+        slot_node, n = load_slots_map(slots_map)
+        return RedisCluster(n, slot_node)
+    if name == "cassandra" and ring_file:
+        tokens, nodes, n = load_ring(ring_file)
+        return Cassandra(n, tokens, nodes, key_type)
+    if shards is None:
+        raise InputError(f"say how many shards: --shards N (the {name} partitioner needs it)")
+    n = _check_shards(shards)
+    if name == "redis-cluster":
+        if n > REDIS_SLOTS:
+            raise InputError(f"redis cluster has {REDIS_SLOTS} slots: at most that many nodes")
+        return RedisCluster(n, _even_slots(n))
+    if name == "cassandra":
+        if num_tokens < 1:
+            raise InputError(f"num_tokens must be >= 1, got {num_tokens}")
+        tokens, nodes = random_ring(n, num_tokens, ring_seed)
+        return Cassandra(n, tokens, nodes, key_type)
+    if name == "kafka":
+        return Kafka(n, key_type)
+    if name == "elasticsearch":
+        rs = routing_shards or n
+        if rs % n or rs < n:
+            raise InputError(f"routing shards ({rs}) must be a multiple of shards ({n})")
+        return Elasticsearch(n, rs)
+    if name == "mongodb":
+        bounds, owner = even_chunks(n)
+        return MongoDB(n, bounds, owner, key_type)
+    if name == "jump":
+        return Jump(n, key_type)
+    if name == "ketama":
+        tokens, nodes = ketama_ring(n, vnodes)
+        return Ketama(n, tokens, nodes)
+    if name == "rendezvous":
+        return Rendezvous(n, key_type)
+    return Modulo(n, key_type)
+
+
+def spec_of(p: Partitioner) -> str:
+    """The name a profile's placement is recorded under, e.g. ``kafka/64``."""
+    extra = ""
+    if isinstance(p, Cassandra):
+        extra = f":{p.ring_tokens.size // max(p.n_shards, 1)}t"
+    return f"{p.name}/{p.n_shards}{extra}"
+
+
+def ring_fingerprint(p: Partitioner) -> str:
+    """Identifies the exact placement (ring tokens, slot map) so a recorded one is not misused."""
+    h = hashlib.sha256(p.name.encode() + str(p.n_shards).encode())
+    for attr in ("ring_tokens", "ring_nodes", "slot_node", "chunk_bounds", "chunk_shard"):
+        if hasattr(p, attr):
+            h.update(np.ascontiguousarray(getattr(p, attr)).tobytes())
+    for attr in ("key_type", "routing_shards"):
+        if hasattr(p, attr):
+            h.update(str(getattr(p, attr)).encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,229 @@
+"""Per-shard load predicted from a profile, without sampling, and mitigations as what-ifs.
+
+Head keys are placed exactly by the store's partitioner. The tail's contribution to shard s is
+a sum over its count classes of keys landing on s at random: mean = tail events x ownership(s),
+variance = sum_c keys_c w_c^2 own_s (1 - own_s). When the profile recorded this partitioner's
+placement, the tail is exact and only rounding remains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.errors import InputError
+from hotshard.profile.model import Profile
+from hotshard.shards.partitioners import Partitioner, ring_fingerprint, spec_of
+
+__all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
+
+DEFAULT_READ_SHARE = 0.9
+UNIFORM_BAND_SD = 3.0
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Mitigations: split the top keys by time bucket, read replicas, cache, coalescing."""
+
+    split_keys: int = 0
+    split_into: int = 1
+    replicas: int = 1
+    cache_hit: float = 0.0
+    coalesce: float = 0.0
+    hot_keys: int = 10
+
+    def __post_init__(self):
+        if self.split_keys < 0 or self.split_into < 1:
+            raise InputError("--split-hot takes K:S with K >= 0 keys and S >= 1 sub-partitions")
+        if self.replicas < 1:
+            raise InputError(f"--replicas must be >= 1, got {self.replicas}")
+        for name, v in (("--cache-hit", self.cache_hit), ("--coalesce", self.coalesce)):
+            if not 0.0 <= v <= 1.0:
+                raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
+        if self.hot_keys < 1:
+            raise InputError(f"--hot-keys must be >= 1, got {self.hot_keys}")
+
+    @property
+    def active(self) -> bool:
+        return (self.split_keys > 0 and self.split_into > 1) or self.replicas > 1 \
+            or self.cache_hit > 0 or self.coalesce > 0
+
+    def describe(self) -> dict:
+        return {"split_hot": f"{self.split_keys}:{self.split_into}", "replicas": self.replicas,
+                "cache_hit": self.cache_hit, "coalesce": self.coalesce,
+                "hot_keys": self.hot_keys}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Expected share of load per shard (sums to 1 before mitigations)."""
+
+    partitioner: str
+    shares: NDArray[np.float64]
+    sd: NDArray[np.float64]
+    hottest_keys: tuple[tuple[str, float], ...]
+    uniform_low: float
+    uniform_high: float
+    uniform_max_over_mean: float
+    tail_exact: bool
+    cpu: NDArray[np.float64] | None = None
+    after: Prediction | None = None
+    whatif: dict = field(default_factory=dict)
+
+    @property
+    def n_shards(self) -> int:
+        return int(self.shares.size)
+
+    @property
+    def hottest(self) -> int:
+        return int(np.argmax(self.shares))
+
+    @property
+    def max_over_mean(self) -> float:
+        mean = float(self.shares.mean())
+        return float(self.shares.max()) / mean if mean > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        shards = []
+        for s in range(self.n_shards):
+            row = {"shard": s, "share": float(self.shares[s]), "sd": float(self.sd[s])}
+            if self.cpu is not None:
+                row["cpu"] = float(self.cpu[s])
+            shards.append(row)
+        out = {
+            "partitioner": self.partitioner,
+            "shards": shards,
+            "max_over_mean": self.max_over_mean,
+            "hottest": {"shard": self.hottest, "share": float(self.shares[self.hottest]),
+                        "top_keys": [{"key": k, "share": v} for k, v in self.hottest_keys]},
+            "uniform_band": {"low": self.uniform_low, "high": self.uniform_high,
+                             "max_over_mean": self.uniform_max_over_mean},
+            "tail_exact": self.tail_exact,
+        }
+        if self.after is not None:
+            out["whatif"] = self.whatif
+            out["after"] = self.after.to_dict()
+        return out
+
+
+def _read_share(profile: Profile) -> float:
+    ops = profile.operations
+    if ops and "read" in ops:
+        return ops["read"].events / profile.events
+    return DEFAULT_READ_SHARE
+
+
+def tail_placement(profile: Profile, partitioner: Partitioner) -> NDArray[np.float64] | None:
+    """The profile's recorded tail events per shard for exactly this partitioner, if any."""
+    rec = (profile.placement or {}).get(spec_of(partitioner))
+    if not rec or rec.get("fingerprint") != ring_fingerprint(partitioner):
+        return None
+    events = np.asarray(rec["tail_events_by_shard"], dtype=np.float64)
+    if events.size != partitioner.n_shards:
+        return None
+    return events * (profile.tail.events / events.sum()) if events.sum() > 0 else events
+
+
+def _uniform_band(profile: Profile, own: NDArray[np.float64]) -> tuple[float, float, float]:
+    keys = max(profile.keys, 1.0)
+    sd = np.sqrt(own * (1 - own) * (1.0 / keys + 1.0 / max(profile.events, 1.0)))
+    low = float(np.min(own - UNIFORM_BAND_SD * sd))
+    high = float(np.max(own + UNIFORM_BAND_SD * sd))
+    return max(low, 0.0), high, high / float(own.mean())
+
+
+def _loads(profile: Profile, partitioner: Partitioner, keys: list[str],
+           counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    shards = partitioner.shard_of(keys) if keys else np.zeros(0, dtype=np.int64)
+    return np.bincount(shards, weights=counts, minlength=partitioner.n_shards)
+
+
+def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = None,
+            capacity: float | None = None, whatif: WhatIf | None = None) -> Prediction:
+    """Predict each shard's share of load for ``profile`` placed by ``partitioner``."""
+    if (rps is None) != (capacity is None):
+        raise InputError("--rps and --capacity go together (CPU = rps x share / capacity)")
+    if rps is not None and (rps <= 0 or capacity <= 0):
+        raise InputError("--rps and --capacity must be > 0")
+    n = partitioner.n_shards
+    events = profile.events
+    head_keys = list(profile.head_keys)
+    head_counts = np.asarray(profile.head_counts, dtype=np.float64)
+    head_shards = partitioner.shard_of(head_keys) if head_keys else np.zeros(0, dtype=np.int64)
+    head_load = np.bincount(head_shards, weights=head_counts, minlength=n)
+    own = np.asarray(partitioner.ownership(), dtype=np.float64)
+    recorded = tail_placement(profile, partitioner)
+    class_w, class_k = profile.tail.classes()
+    if recorded is not None:
+        tail_mean = recorded
+        tail_var = np.zeros(n)
+    else:
+        tail_mean = profile.tail.events * own
+        tail_var = float(np.dot(class_k, class_w**2)) * own * (1 - own)
+    shares = (head_load + tail_mean) / events
+    sd = np.sqrt(tail_var) / events
+    hot = int(np.argmax(shares))
+    on_hot = np.flatnonzero(head_shards == hot)
+    top = tuple((head_keys[i], float(head_counts[i] / events)) for i in on_hot[:5])
+    low, high, u_mom = _uniform_band(profile, own)
+    cpu = None if rps is None else rps * shares / capacity
+    result = Prediction(spec_of(partitioner), shares, sd, top, low, high, u_mom,
+                        recorded is not None, cpu)
+    if whatif is None or not whatif.active:
+        return result
+    after = _apply_whatif(profile, partitioner, whatif, head_keys, head_counts, head_shards,
+                          tail_mean, tail_var, (low, high, u_mom), rps, capacity)
+    return Prediction(**{**result.__dict__, "after": after, "whatif": whatif.describe()})
+
+
+def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_shards,
+                  tail_mean, tail_var, band, rps, capacity) -> Prediction:
+    n = partitioner.n_shards
+    events = profile.events
+    read = _read_share(profile)
+    counts = head_counts.copy()
+    # 1. split the top keys into time-bucket sub-partitions, each placed on its own key
+    extra_keys, extra_counts = [], []
+    k = min(w.split_keys, len(head_keys)) if w.split_into > 1 else 0
+    for i in range(k):
+        part = counts[i] / w.split_into
+        extra_keys += [f"{head_keys[i]}#{b}" for b in range(w.split_into)]
+        extra_counts += [part] * w.split_into
+        counts[i] = 0.0
+    # 2. cache and coalescing remove a share of the hot keys' reads before any shard sees them
+    hot = min(w.hot_keys, len(head_keys))
+    kept_reads = (1.0 - w.cache_hit) * (1.0 - w.coalesce)
+    factor = np.ones(len(head_keys))
+    factor[:hot] = (1.0 - read) + read * kept_reads
+    load = np.bincount(head_shards, weights=counts * factor, minlength=n)
+    extra_shards = _sub_key_shards(partitioner, extra_keys)
+    if extra_keys:
+        sub_factor = np.repeat(factor[:k], w.split_into)
+        load += np.bincount(extra_shards, weights=np.asarray(extra_counts) * sub_factor,
+                            minlength=n)
+    load = load + tail_mean
+    # 3. read replicas: every shard's reads spread over R replicas (writes go to all)
+    per_node = load * ((1.0 - read) + read / w.replicas)
+    shares = per_node / events
+    sd = np.sqrt(tail_var) * ((1.0 - read) + read / w.replicas) / events
+    hot_shard = int(np.argmax(shares))
+    all_counts = np.concatenate([counts * factor, np.asarray(extra_counts, dtype=float)])
+    all_shards = np.concatenate([head_shards, extra_shards])
+    top = tuple(sorted(((key, float(c / events)) for key, c, s in zip(
+        head_keys + extra_keys, all_counts, all_shards, strict=True)
+        if s == hot_shard and c > 0), key=lambda kv: -kv[1])[:5])
+    cpu = None if rps is None else rps * shares / capacity
+    return Prediction(spec_of(partitioner), shares, sd, top, *band,
+                      tail_exact=False, cpu=cpu)
+
+
+def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:
+    """Place time-bucket sub-partition keys ('key#bucket'); integer-typed stores see them as
+    text keys, as a (key, bucket) composite would be hashed as bytes."""
+    if not keys:
+        return np.zeros(0, dtype=np.int64)
+    if getattr(partitioner, "key_type", "text") == "bigint":
+        partitioner = replace(partitioner, key_type="text")
+    return partitioner.shard_of(keys)
