@@ -9,11 +9,11 @@ import numpy as np
 from hotshard.errors import InputError
 from hotshard.profile.count import (
     SIZE_QUANTILES,
-    accumulate_placement,
     CountSpec,
     Progress,
     RawCounts,
     RawDist,
+    accumulate_placement,
     run_with_progress,
 )
 
