@@ -49,6 +49,23 @@ def _pack(blobs: list[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     return data, offsets
 
 
+def _pack_text(keys: Sequence[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """UTF-8 bytes of every key in one buffer, by Arrow (C speed, no per-key Python bytes)."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(keys, type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        arr = pa.array([str(k) for k in keys], type=pa.large_string())
+    if arr.null_count:
+        raise InputError("keys must not be null")
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size \
+        else np.zeros(1, dtype=np.uint8)
+    return data, offsets
+
+
 def _as_int(key: str) -> int:
     try:
         value = int(key)
@@ -61,9 +78,9 @@ def _as_int(key: str) -> int:
 
 def encode_keys(keys: Sequence[str], kind: str) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     """Serialise keys as a store does: kind is text, utf16le, bigint, bson."""
-    keys = [str(k) for k in keys]
     if kind == "text":
-        return _pack([k.encode() for k in keys])
+        return _pack_text(keys)
+    keys = [str(k) for k in keys]
     if kind == "utf16le":
         return _pack([k.encode("utf-16-le") for k in keys])
     if kind == "bigint":

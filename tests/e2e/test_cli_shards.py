@@ -1,0 +1,87 @@
+"""`hotshard shard` and `hotshard predict` as a user runs them."""
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli, shared
+
+
+def test_shard_prints_slots_and_shards():
+    res = run_cli("shard", "somekey", "{user1000}.following", "{user1000}.followers",
+                  "-p", "redis-cluster", "-n", "3", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert rows[0]["slot"] == 11058 and rows[0]["shard"] == 2
+    assert rows[1]["slot"] == rows[2]["slot"]
+    text = run_cli("shard", "21", "-p", "kafka", "-n", "64").stdout
+    assert "shard 44" in text and "murmur2 -973932308" in text
+
+
+@pytest.fixture(scope="module")
+def web07_profile(tmp_path_factory):
+    path = tmp_path_factory.mktemp("w") / "web07.json"
+    assert run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key",
+                   "-o", str(path)).returncode == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def placed_profile(tmp_path_factory):
+    path = tmp_path_factory.mktemp("p") / "scarab.json"
+    res = run_cli("profile", str(shared("traces", "scarab-recs.parquet")), "--key", "key",
+                  "--partitioner", "kafka", "--shards", "16", "-o", str(path))
+    assert res.returncode == 0, res.stderr
+    return path
+
+
+def test_profile_records_placement(placed_profile):
+    doc = json.loads(placed_profile.read_text())
+    rec = doc["placement"]["kafka/16"]
+    assert len(rec["tail_events_by_shard"]) == 16
+    assert sum(rec["tail_events_by_shard"]) == doc["tail"]["events"]
+    assert rec["key_type"] == "bigint"  # an integer key column
+
+
+def test_predict_json_contract_and_exactness(placed_profile):
+    res = run_cli("predict", str(placed_profile), "-p", "kafka", "-n", "16", "--rps", "3000",
+                  "--capacity", "400", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["tail_exact"] is True
+    assert len(out["shards"]) == 16 and "cpu" in out["shards"][0]
+    assert sum(s["share"] for s in out["shards"]) == pytest.approx(1.0)
+    assert out["hottest"]["shard"] == max(out["shards"], key=lambda s: s["share"])["shard"]
+    assert set(out["uniform_band"]) == {"low", "high", "max_over_mean"}
+    # another shard count was not recorded: the tail falls back to its mean and variance
+    other = json.loads(run_cli("predict", str(placed_profile), "-p", "kafka", "-n", "32",
+                               "--json").stdout)
+    assert other["tail_exact"] is False
+
+
+def test_predict_whatif_text(placed_profile):
+    res = run_cli("predict", str(placed_profile), "-p", "cassandra", "-n", "12",
+                  "--split-hot", "10:8", "--replicas", "3", "--cache-hit", "0.5")
+    assert res.returncode == 0, res.stderr
+    assert "before: max/mean" in res.stdout and "after: max/mean" in res.stdout
+    assert "uniform keys would give every shard" in res.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["shard", "k", "-p", "dynamo", "-n", "3"], "dynamo"),
+    (["shard", "k", "-p", "kafka", "-n", "0"], "--shards"),
+    (["shard", "k", "-p", "kafka"], "--shards N"),
+    (["shard", "abc", "-p", "cassandra", "-n", "3", "--key-type", "bigint"], "not an integer"),
+    (["shard", "k", "-p", "redis-cluster", "--slots-map", "slots.txt"], "unassigned"),
+    (["predict", "p.json", "-p", "kafka", "-n", "4", "--rps", "10"], "--capacity"),
+    (["predict", "p.json", "-p", "kafka", "-n", "4", "--split-hot", "x"], "K:S"),
+    (["predict", "missing.json", "-p", "kafka", "-n", "4"], "no such profile"),
+])
+def test_bad_input(tmp_path, web07_profile, args, message):
+    (tmp_path / "slots.txt").write_text("0 100 a\n")
+    (tmp_path / "p.json").write_text(web07_profile.read_text())
+    res = run_cli(*args, cwd=tmp_path)
+    assert res.returncode == 2, res.stdout
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hotshard: error: "), res.stderr
+    assert message in lines[0]
