@@ -177,10 +177,15 @@ class _ProgressBar:
 @click.option("--key-type", type=click.Choice(["text", "bigint"]),
               help="How the store types the key for --partitioner [default: bigint for "
                    "integer key columns, else text].")
+@click.option("--pseudonymize", is_flag=True,
+              help="Replace head keys by keyed hashes (needs --secret-file and --partitioner); "
+                   "generated tests then use stand-in keys that land on the same shards.")
+@click.option("--secret-file", metavar="FILE", help="HMAC secret for --pseudonymize.")
 @click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, spark_master,
-            placement_names, placement_shards, key_type, output, quiet):
+            placement_names, placement_shards, key_type, pseudonymize, secret_file, output,
+            quiet):
     """Count requests per key in production data and write a privacy-safe profile.
 
     INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
@@ -198,6 +203,13 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
 
     if len(placement_names) != len(placement_shards):
         raise click.UsageError("give one --shards N for each --partitioner")
+    secret = None
+    if pseudonymize:
+        from hotshard.profile.pseudonym import read_secret
+
+        if not secret_file:
+            raise click.UsageError("--pseudonymize needs --secret-file FILE")
+        secret = read_secret(secret_file)
     placements = [_build_partitioner(name, n, key_type or "text", 16, 0, None, None, None, None)
                   for name, n in zip(placement_names, placement_shards, strict=True)]
     if placements and key_type is None:
@@ -207,7 +219,7 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
         result = count_profile(list(inputs), key=key, counts=counts, op=op, size=size,
                                time_col=time_col, top_k=top_k, min_count=min_count,
                                engine=engine, spark_master=spark_master, progress=bar.callback,
-                               placements=placements)
+                               placements=placements, pseudonymize_secret=secret)
     result.save(output)
     pl = result.tail.power_law
     tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl

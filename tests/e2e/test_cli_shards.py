@@ -85,3 +85,20 @@ def test_bad_input(tmp_path, web07_profile, args, message):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hotshard: error: "), res.stderr
     assert message in lines[0]
+
+
+def test_pseudonymized_profile_end_to_end(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    out = tmp_path / "p.json"
+    res = run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key",
+                  "--partitioner", "kafka", "--shards", "16", "--pseudonymize",
+                  "--secret-file", str(secret), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert json.loads(out.read_text())["privacy"]["pseudonymized"] is True
+    assert run_cli("predict", str(out), "-p", "kafka", "-n", "16").returncode == 0
+    res = run_cli("predict", str(out), "-p", "kafka", "-n", "8")
+    assert res.returncode == 2 and "pseudonymized" in res.stderr
+    res = run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key",
+                  "--pseudonymize", "-o", str(tmp_path / "x.json"))
+    assert res.returncode == 2 and "--secret-file" in res.stderr

@@ -184,6 +184,7 @@ def count_profile(
     spark_master: str = "local[*]",
     progress: Progress | None = None,
     placements: Sequence[object] = (),
+    pseudonymize_secret: bytes | None = None,
 ) -> Profile:
     """Count events per key in ``inputs`` and build a privacy-safe profile.
 
@@ -214,6 +215,9 @@ def count_profile(
         raise InputError(f"top-k must be >= 1, got {top_k}")
     if min_count < 1:
         raise InputError(f"min-count must be >= 1, got {min_count}")
+    if pseudonymize_secret is not None and not placements:
+        raise InputError("--pseudonymize needs at least one --partitioner P --shards N: "
+                         "without real keys, placement must be recorded now")
     if counts is not None and (size or time_col):
         raise InputError("--size and --time need event rows; they cannot be used with --counts")
     files, fmt = resolve_inputs(inputs)
@@ -231,7 +235,12 @@ def count_profile(
     source = {"key": key, "inputs": list(inputs), "engine": engine}
     if counts:
         source["counts"] = counts
-    return build_profile(raw, source=source, min_count=min_count)
+    profile = build_profile(raw, source=source, min_count=min_count)
+    if pseudonymize_secret is None:
+        return profile
+    from hotshard.profile.pseudonym import pseudonymize
+
+    return Profile.from_dict(pseudonymize(profile, pseudonymize_secret, placements).to_dict())
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ __all__ = [
 _BINCOUNT_LIMIT = 1 << 22
 # A tail needs this many observations before its fit means anything.
 MIN_TAIL = 10
+# With an upper bound xmax, candidate xmin must be at most xmax / this.
+TRUNCATED_MIN_SPAN = 2
 # Candidates measured fully first, so the scan can prune against a good distance from the start.
 _SEED_CANDIDATES = 24
 
@@ -291,7 +293,13 @@ def _fit_tab(tab: Tabulated, xmin: int | None, min_tail: int,
                 "a power law needs at least two distinct values"
             )
         tail_sizes = np.cumsum(counts[::-1])[::-1]
-        cands = np.flatnonzero(tail_sizes[:-1] >= min_tail).astype(np.int64)
+        ok = tail_sizes[:-1] >= min_tail
+        if xmax is not None:
+            # a bounded support makes tiny tails fit trivially (any two values fit exactly):
+            # candidates must span a factor of 2 up to xmax and hold 3 distinct values
+            ok &= (values[:-1] * TRUNCATED_MIN_SPAN <= xmax) & (
+                np.arange(values.size - 1) <= values.size - 3)
+        cands = np.flatnonzero(ok).astype(np.int64)
         if cands.size == 0:
             raise FitError(
                 f"too few observations ({tab.n}) for a tail fit: at least {min_tail} are needed"

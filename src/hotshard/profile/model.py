@@ -227,6 +227,8 @@ class Profile:
         for name in ("sizes", "rate", "placement"):
             if doc.get(name) is not None and not isinstance(doc[name], dict):
                 raise ProfileError(f"{name} must be an object")
+        _check_placement(doc.get("placement") or {}, dist, operations,
+                         bool(privacy.get("pseudonymized")))
         return cls(source=source, dist=dist, privacy=privacy,
                    placement=doc.get("placement") or {}, operations=operations,
                    sizes=doc.get("sizes"), rate=doc.get("rate"))
@@ -310,6 +312,27 @@ def bin_tail(values: NDArray, keys: NDArray, power_law: dict | None) -> TailMode
 
 
 # -- parsing helpers -----------------------------------------------------------------------
+def _check_placement(placement: dict, dist: KeyDistribution,
+                     operations: dict[str, KeyDistribution], pseudonymized: bool) -> None:
+    for spec, rec in placement.items():
+        where = f"placement.{spec}"
+        if not isinstance(rec, dict):
+            raise ProfileError(f"{where} must be an object")
+        tail = rec.get("tail_events_by_shard")
+        if tail is not None:
+            _numbers(tail, f"{where}.tail_events_by_shard")
+        shards = rec.get("head_shards")
+        if shards is not None and (not isinstance(shards, list) or
+                                   len(shards) != len(dist.head_keys)):
+            raise ProfileError(f"{where}.head_shards must list one shard per head key")
+        if pseudonymized and shards is None:
+            raise ProfileError(f"{where}.head_shards is missing: a pseudonymized profile "
+                               "records every head key's shard")
+    if pseudonymized and not placement:
+        raise ProfileError("a pseudonymized profile needs placement with head_shards")
+
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 

@@ -553,3 +553,48 @@ def ring_fingerprint(p: Partitioner) -> str:
         if hasattr(p, attr):
             h.update(str(getattr(p, attr)).encode())
     return h.hexdigest()[:16]
+
+
+def from_spec(spec: str, key_type: str = "text") -> Partitioner:
+    """Rebuild a default-configured partitioner from its recorded name, e.g. cassandra/12:16t."""
+    try:
+        name, rest = spec.split("/", 1)
+        n_text, _, tokens = rest.partition(":")
+        n = int(n_text)
+        num_tokens = int(tokens.rstrip("t")) if tokens else 16
+    except ValueError:
+        raise InputError(f"cannot read the partitioner spec {spec!r}") from None
+    return make_partitioner(name, n, key_type=key_type, num_tokens=num_tokens)
+
+
+def stand_in_keys(names: Sequence[str], shards: Sequence[int], partitioner: Partitioner,
+                  integer: bool) -> list[str]:
+    """For each pseudonym, a deterministic stand-in key that lands on the given shard.
+
+    Candidates ``name-0``, ``name-1``, ... (or integers derived from them) are tried until
+    the partitioner agrees: about n_shards tries per key, hashed in vectorized rounds.
+    """
+    out: list[str | None] = [None] * len(names)
+    todo = list(range(len(names)))
+    attempt = 0
+    while todo:
+        if attempt > 64 * max(partitioner.n_shards, 1):
+            raise InputError("could not find stand-in keys for every recorded shard: does the "
+                             "partitioner own every shard?")
+        cands = []
+        for i in todo:
+            text = f"{names[i]}-{attempt}"
+            if integer:
+                text = str(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+                           >> 2)
+            cands.append(text)
+        placed = partitioner.shard_of(cands)
+        left = []
+        for i, cand, s in zip(todo, cands, placed, strict=True):
+            if s == shards[i]:
+                out[i] = cand
+            else:
+                left.append(i)
+        todo = left
+        attempt += 1
+    return [str(o) for o in out]

@@ -151,7 +151,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     events = profile.events
     head_keys = list(profile.head_keys)
     head_counts = np.asarray(profile.head_counts, dtype=np.float64)
-    head_shards = partitioner.shard_of(head_keys) if head_keys else np.zeros(0, dtype=np.int64)
+    head_shards = _head_shards(profile, partitioner, head_keys)
     head_load = np.bincount(head_shards, weights=head_counts, minlength=n)
     own = np.asarray(partitioner.ownership(), dtype=np.float64)
     recorded = tail_placement(profile, partitioner)
@@ -227,3 +227,17 @@ def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int
     if getattr(partitioner, "key_type", "text") == "bigint":
         partitioner = replace(partitioner, key_type="text")
     return partitioner.shard_of(keys)
+
+
+def _head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]):
+    """Head keys' shards: hashed, or as recorded when the keys are pseudonyms."""
+    if not profile.privacy.get("pseudonymized"):
+        return partitioner.shard_of(head_keys) if head_keys else np.zeros(0, dtype=np.int64)
+    spec = spec_of(partitioner)
+    rec = profile.placement.get(spec)
+    if not rec or rec.get("fingerprint") != ring_fingerprint(partitioner):
+        recorded = ", ".join(s for s, r in profile.placement.items() if "head_shards" in r)
+        raise InputError(f"this profile is pseudonymized: its head keys can only be placed as "
+                         f"recorded ({recorded}), not on {spec}; profile again with "
+                         f"--partitioner for that store")
+    return np.asarray(rec["head_shards"], dtype=np.int64)

@@ -186,9 +186,12 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
             dist = profile.dist
     else:
         dist, key_type = profile, "string"
+    head_ids = tuple(dist.head_keys)
+    if isinstance(profile, Profile) and profile.privacy.get("pseudonymized"):
+        head_ids, key_type = _stand_ins(profile, dist, op)
     if key_type == "int64":
         try:
-            [int(k) for k in dist.head_keys]
+            [int(k) for k in head_ids]
         except ValueError:
             key_type = "string"
     weights, keys = tail_classes(dist, tail)
@@ -196,4 +199,22 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
     sampler = ClassSampler(np.concatenate([head_w, weights]),
                            np.concatenate([np.ones(head_w.size, dtype=np.int64), keys]),
                            label="profile")
-    return ProfileSampler(sampler, tuple(dist.head_keys), key_type, tail, int(keys.size))
+    return ProfileSampler(sampler, head_ids, key_type, tail, int(keys.size))
+
+
+def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):
+    """Stand-in head keys landing where the real ones did, under the recorded partitioner."""
+    from hotshard.shards.partitioners import from_spec, ring_fingerprint, stand_in_keys
+
+    for spec, rec in profile.placement.items():
+        if "head_shards" not in rec:
+            continue
+        part = from_spec(spec, rec.get("key_type", "text"))
+        if ring_fingerprint(part) != rec.get("fingerprint"):
+            continue  # recorded with a custom ring or slot map: cannot be rebuilt from the spec
+        shards = rec["head_shards"] if op is None else rec.get("op_head_shards", {}).get(op, [])
+        integer = rec.get("key_type") == "bigint"
+        keys = stand_in_keys(list(dist.head_keys), shards, part, integer)
+        return tuple(keys), "int64" if integer else "string"
+    raise InputError("this pseudonymized profile records no placement that can be rebuilt "
+                     "(custom ring or slot map): its head keys cannot be synthesised")
