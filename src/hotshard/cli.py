@@ -334,11 +334,16 @@ def _format_of(output: str, fmt: str | None) -> str:
               "[default: 2026-01-01].")
 @click.option("--users", type=Count(), default=10_000_000, show_default=True,
               help="Distinct synthetic user IDs.")
+@click.option("--partitioner", "follow_name", type=PARTITIONER_CHOICE,
+              help="Name synthetic tail keys so each shard gets the tail share the profile "
+                   "recorded for this store (profile made with --partitioner).")
+@click.option("--shards", "follow_shards", type=click.IntRange(min=1),
+              help="Shard count for --partitioner.")
 @click.option("--verify", is_flag=True,
               help="Check OUT against PROFILE instead of generating (head shares, tail).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, rate, duration, tail,
-             hot_events, diurnal, start, users, verify, quiet):
+             hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):
     """Generate synthetic chat messages from a profile (or a classic distribution).
 
     Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
@@ -377,11 +382,25 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, rate, duratio
     from hotshard.workload.generate import plan_workload
     from hotshard.workload.messages import write_events
 
+    prof = Profile.load(args[0]) if args else None
+    follow = None
+    if follow_name:
+        from hotshard.errors import InputError
+        from hotshard.shards.partitioners import from_spec
+
+        if prof is None or not follow_shards:
+            raise click.UsageError("--partitioner P --shards N follows a PROFILE's placement")
+        wanted = f"{follow_name}/{follow_shards}"
+        specs = [sp for sp in prof.placement if sp.split(":")[0] == wanted]
+        if not specs:
+            raise InputError(f"the profile recorded no tail placement for {wanted}: profile "
+                             f"again with --partitioner {follow_name} --shards {follow_shards}")
+        follow = from_spec(specs[0], prof.placement[specs[0]].get("key_type", "text"))
     plan = plan_workload(
-        profile=Profile.load(args[0]) if args else None, dist=dist, events=events, seed=seed,
+        profile=prof, dist=dist, events=events, seed=seed,
         rate=rate, duration=duration, keys=keys, tail=tail,
         hot_events=tuple(parse_event(e) for e in hot_events), diurnal=diurnal,
-        start=start.replace(tzinfo=UTC) if start else None, n_users=users)
+        start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow)
     out_fmt = _format_of(output, fmt)
     with _RowsBar(not quiet and output != "-", plan.events) as bar:
         written = write_events(plan, output, fmt=out_fmt, workers=workers, progress=bar)

@@ -137,3 +137,38 @@ def test_parse_dist_builds_each_family():
     assert parse_dist("latest:100").describe()["distribution"] == "latest"
     assert parse_dist("hotspot:0.1:0.9:1e3").describe()["n_keys"] == 1000
     assert parse_dist("scrambled_zipfian:1e6").n_keys == 10**6
+
+
+def test_tail_keys_follow_the_recorded_placement(tmp_path):
+    from hotshard.shards.partitioners import make_partitioner
+
+    kafka = make_partitioner("kafka", 16, key_type="bigint")
+    prof = count_profile([str(shared("traces", "web12.parquet"))], key="key",
+                         placements=[kafka])
+    recorded = np.asarray(prof.placement["kafka/16"]["tail_events_by_shard"], dtype=float)
+    recorded /= recorded.sum()
+    n = 400_000
+    plan = plan_workload(profile=prof, dist=None, events=n, seed=8, follow=kafka)
+    ids = make_chunk(plan.__class__(**{**plan.__dict__, "chunk_rows": n}), 0)
+    ids = ids.column("channel_id").to_numpy()
+    head = {int(k) for k in prof.head_keys}
+    tail = ids[~np.isin(ids, list(head))]
+    keys, counts = np.unique(tail, return_counts=True)
+    got = np.bincount(kafka.shard_of([str(k) for k in keys]), weights=counts, minlength=16)
+    got /= got.sum()
+    # what the sampler allotted: each shard's probability mass among tail draws
+    from hotshard.workload.profile_sampler import from_profile
+
+    smp = from_profile(prof, follow=kafka)
+    w = smp.weights()[smp.head_size:]
+    names = smp.ids(np.arange(smp.head_size, smp.n_keys))
+    allotted = np.bincount(kafka.shard_of([str(k) for k in names]), weights=w, minlength=16)
+    allotted /= allotted.sum()
+    # allotment matches the record up to one tail key's weight per shard
+    assert np.max(np.abs(allotted - recorded)) <= w.max() / w.sum() + 1e-12
+    # draws land by shard as binomial(n_tail, allotted share): within 5 sd on every shard
+    sd = np.sqrt(allotted * (1 - allotted) / tail.size)
+    assert np.all(np.abs(got - allotted) < 5 * sd)
+    with pytest.raises(InputError, match="recorded no tail placement"):
+        plan_workload(profile=prof, dist=None, events=10, seed=1,
+                      follow=make_partitioner("kafka", 8, key_type="bigint"))

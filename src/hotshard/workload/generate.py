@@ -77,6 +77,7 @@ def plan_workload(
     diurnal: float = 0.0,
     start: datetime | None = None,
     n_users: int = 10_000_000,
+    follow=None,
 ) -> GenerationPlan:
     """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
 
@@ -109,15 +110,19 @@ def plan_workload(
             profile = profile.scaled(keys=keys)
         op_dists = profile.operations
         if op_dists:
-            chosen = {op: from_profile(profile, tail=tail, op=op) for op in op_dists}
+            chosen = {op: from_profile(profile, tail=tail, op=op, follow=follow)
+                      for op in op_dists}
         else:
-            chosen = {"*": from_profile(profile, tail=tail)}
+            chosen = {"*": from_profile(profile, tail=tail, follow=follow)}
         shares = op_shares_of(profile)
         sizes = (profile.sizes or {}).get("quantiles") or dict(DEFAULT_SIZE_QUANTILES)
         key_type = next(iter(chosen.values())).key_type
     else:
         if keys is not None:
             raise InputError("--keys scales a profile; give the key count in --dist instead")
+        if follow is not None:
+            raise InputError("--partitioner makes tail keys follow a profile's placement: "
+                             "it needs a PROFILE")
         chosen = {"*": parse_dist(dist)}
         shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
     for event in hot_events:

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from hotshard.errors import InputError
 from hotshard.profile.model import BINS_PER_DECADE, EXACT_LIMIT, KeyDistribution, Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
+from hotshard.workload.placed_tail import PlacedTail, place_tail
 from hotshard.workload.sampler import ClassSampler
 
 __all__ = ["ProfileSampler", "from_profile", "tail_classes"]
@@ -98,6 +99,14 @@ def tail_classes(dist: KeyDistribution, tail: str = "power_law") -> tuple[NDArra
     return weights[order], keys[order]
 
 
+def tail_prefix(head_ids) -> str:
+    """Prefix of synthetic tail names: '~t', lengthened until no head key could match it."""
+    prefix = "~t"
+    while any(re.fullmatch(re.escape(prefix) + r"\d+", k) for k in head_ids):
+        prefix = "~" + prefix
+    return prefix
+
+
 @dataclass(frozen=True)
 class ProfileSampler:
     """Draws key positions from a profile; ``ids`` turns them into key IDs.
@@ -111,6 +120,7 @@ class ProfileSampler:
     key_type: str
     tail_model: str
     n_tail_classes: int
+    placed: PlacedTail | None = None
 
     @property
     def n_keys(self) -> int:
@@ -133,7 +143,8 @@ class ProfileSampler:
     def describe(self) -> dict:
         return {"distribution": "profile", "n_keys": self.n_keys, "head_keys": self.head_size,
                 "tail_classes": self.n_tail_classes, "tail": self.tail_model,
-                "key_type": self.key_type}
+                "key_type": self.key_type,
+                "tail_placement": None if self.placed is None else self.placed.spec}
 
     # -- key IDs ----------------------------------------------------------------------------
     def ids(self, positions: NDArray[np.int64]):
@@ -147,18 +158,15 @@ class ProfileSampler:
         head = np.array([int(k) for k in self.head_ids], dtype=np.int64)
         is_head = positions < self.head_size
         tail_pos = np.where(is_head, 0, positions - self.head_size)
-        taken = np.sort(head[head >= 0])
-        # the p-th non-negative integer that is not a head ID
-        gaps = taken - np.arange(taken.size)
-        tail_ids = tail_pos + np.searchsorted(gaps, tail_pos, side="right")
+        if self.placed is not None:
+            tail_ids = self.placed.names(tail_pos)  # integers placed on their shards
+        else:
+            taken = np.sort(head[head >= 0])
+            # the p-th non-negative integer that is not a head ID
+            gaps = taken - np.arange(taken.size)
+            tail_ids = tail_pos + np.searchsorted(gaps, tail_pos, side="right")
         return np.where(is_head, head[np.minimum(positions, max(self.head_size - 1, 0))]
                         if self.head_size else 0, tail_ids)
-
-    def _tail_prefix(self) -> str:
-        prefix = "~t"
-        while any(re.fullmatch(re.escape(prefix) + r"\d+", k) for k in self.head_ids):
-            prefix = "~" + prefix
-        return prefix
 
     def _str_ids(self, positions):
         import pyarrow as pa
@@ -167,14 +175,21 @@ class ProfileSampler:
         is_head = positions < self.head_size
         head = pa.array(list(self.head_ids) or [""], type=pa.string())
         head_part = pc.take(head, pa.array(np.where(is_head, positions, 0)))
-        tail_num = pc.cast(pa.array(np.maximum(positions - self.head_size, 0)), pa.string())
-        tail_part = pc.binary_join_element_wise(self._tail_prefix(), tail_num, "")
+        tail_pos = np.maximum(positions - self.head_size, 0)
+        if self.placed is not None:
+            tail_pos = self.placed.names(tail_pos)
+        tail_num = pc.cast(pa.array(tail_pos), pa.string())
+        tail_part = pc.binary_join_element_wise(tail_prefix(self.head_ids), tail_num, "")
         return pc.if_else(pa.array(is_head), head_part, tail_part)
 
 
 def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
-                 op: str | None = None) -> ProfileSampler:
-    """A sampler reproducing ``profile`` (or one of its operations' distributions)."""
+                 op: str | None = None, follow=None) -> ProfileSampler:
+    """A sampler reproducing ``profile`` (or one of its operations' distributions).
+
+    ``follow``: a partitioner whose tail placement the profile recorded; synthetic tail keys
+    are then named so that each shard gets its recorded share of the tail.
+    """
     if isinstance(profile, Profile):
         key_type = profile.source.get("key_type", "string")
         if op is not None:
@@ -199,7 +214,34 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
     sampler = ClassSampler(np.concatenate([head_w, weights]),
                            np.concatenate([np.ones(head_w.size, dtype=np.int64), keys]),
                            label="profile")
-    return ProfileSampler(sampler, head_ids, key_type, tail, int(keys.size))
+    placed = None
+    if follow is not None:
+        if not isinstance(profile, Profile):
+            raise InputError("following a placement needs the whole profile")
+        placed = _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids)
+    return ProfileSampler(sampler, head_ids, key_type, tail, int(keys.size), placed)
+
+
+def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
+    from hotshard.shards.partitioners import ring_fingerprint, spec_of
+
+    spec = spec_of(follow)
+    rec = profile.placement.get(spec)
+    if not rec or rec.get("fingerprint") != ring_fingerprint(follow) \
+            or "tail_events_by_shard" not in rec:
+        raise InputError(f"the profile recorded no tail placement for {spec}: profile again "
+                         f"with --partitioner {follow.name} --shards {follow.n_shards}")
+    targets = np.asarray(rec["tail_events_by_shard"], dtype=np.float64)
+    taken = set(head_ids)
+    if key_type == "int64":
+        def names(idx):
+            return [str(i) for i in idx]
+    else:
+        prefix = tail_prefix(head_ids)
+
+        def names(idx):
+            return [f"{prefix}{i}" for i in idx]
+    return place_tail(weights, keys, targets, follow, names, taken, spec)
 
 
 def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):

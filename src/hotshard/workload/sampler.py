@@ -39,7 +39,7 @@ Keys = NDArray[np.int64]
 # weights() materialises one float per key; refuse beyond this
 _MAX_WEIGHTS = 50_000_000
 # draws per inner chunk (bounded scratch memory)
-_CHUNK = 1 << 18
+_CHUNK = 1 << 16  # u, v and out stay in L2 between the fill and the lookup
 _EMPTY = np.empty(0, dtype=np.int64)
 
 
