@@ -13,7 +13,6 @@ import json
 import math
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -180,12 +179,9 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Profile:
-        p = Path(path)
-        if not p.exists():
-            raise ProfileError(f"no such profile: {path}")
-        if p.is_dir():
-            raise ProfileError(f"{path} is a directory, not a profile")
-        text = p.read_text(errors="replace")
+        from hotshard._files import require_file
+
+        text = require_file(path, what="profile", error=ProfileError).read_text(errors="replace")
         if not text.strip():
             raise ProfileError(f"{path} is empty: not a profile")
         try:

@@ -11,8 +11,8 @@ import hashlib
 import hmac
 import os
 from dataclasses import replace
-from pathlib import Path
 
+from hotshard._files import require_file
 from hotshard.errors import InputError
 from hotshard.profile.model import KeyDistribution, Profile
 
@@ -23,12 +23,7 @@ PREFIX = "~h"
 
 def read_secret(path: str | os.PathLike[str]) -> bytes:
     """The HMAC secret from a file (its bytes, trailing newline stripped)."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"no such secret file: {path}")
-    if p.is_dir():
-        raise InputError(f"{path} is a directory, not a secret file")
-    secret = p.read_bytes().rstrip(b"\r\n")
+    secret = require_file(path, what="secret file").read_bytes().rstrip(b"\r\n")
     if len(secret) < 16:
         raise InputError(f"the secret in {path} is {len(secret)} bytes: use at least 16 random "
                          "bytes (e.g. `head -c 32 /dev/urandom > secret`)")

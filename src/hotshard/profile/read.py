@@ -9,11 +9,11 @@ import gzip
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._files import require_file
 from hotshard.errors import InputError
 
 __all__ = ["Observations", "read_observations"]
@@ -32,11 +32,7 @@ def _read_bytes(path: str) -> bytes:
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
-        p = Path(path)
-        if not p.exists():
-            raise InputError(f"no such file: {path}")
-        if p.is_dir():
-            raise InputError(f"{path} is a directory: give a file of observations")
+        p = require_file(path)
         try:
             data = p.read_bytes()
         except OSError as exc:
@@ -137,11 +133,7 @@ def _read_parquet_column(path: str, column: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"no such file: {path}")
-    if p.is_dir():
-        raise InputError(f"{path} is a directory: give a file of observations")
+    require_file(path)
     try:
         schema = pq.read_schema(path)
         if column not in schema.names:

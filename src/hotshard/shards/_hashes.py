@@ -39,6 +39,15 @@ def _crc16_table():
 
 
 @njit(cache=True, nogil=True)
+def _crc16(data, start, end, table):
+    crc = np.uint64(0)
+    for j in range(start, end):
+        idx = ((crc >> np.uint64(8)) ^ np.uint64(data[j])) & np.uint64(0xFF)
+        crc = ((crc << np.uint64(8)) & np.uint64(0xFFFF)) ^ table[idx]
+    return crc
+
+
+@njit(cache=True, nogil=True)
 def redis_slots(data, offsets):
     """Redis Cluster slot: CRC16-XMODEM of the key, or of its first non-empty {hash tag}."""
     table = _crc16_table()
@@ -58,11 +67,7 @@ def redis_slots(data, offsets):
                             e = k
                         break
                 break
-        crc = np.uint64(0)
-        for j in range(s, e):
-            idx = ((crc >> np.uint64(8)) ^ np.uint64(data[j])) & np.uint64(0xFF)
-            crc = ((crc << np.uint64(8)) & np.uint64(0xFFFF)) ^ table[idx]
-        out[i] = np.int64(crc & np.uint64(0x3FFF))
+        out[i] = np.int64(_crc16(data, s, e, table) & np.uint64(0x3FFF))
     return out
 
 
@@ -73,11 +78,7 @@ def crc16_xmodem(data, offsets):
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
-        crc = np.uint64(0)
-        for j in range(offsets[i], offsets[i + 1]):
-            idx = ((crc >> np.uint64(8)) ^ np.uint64(data[j])) & np.uint64(0xFF)
-            crc = ((crc << np.uint64(8)) & np.uint64(0xFFFF)) ^ table[idx]
-        out[i] = np.int64(crc)
+        out[i] = np.int64(_crc16(data, offsets[i], offsets[i + 1], table))
     return out
 
 

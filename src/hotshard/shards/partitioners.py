@@ -14,12 +14,12 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._files import require_file
 from hotshard.errors import InputError
 from hotshard.shards import _hashes as H
 
@@ -462,12 +462,7 @@ def load_map(path: str) -> tuple[dict[str, int], int]:
 
 
 def _read_text(path: str) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"no such file: {path}")
-    if p.is_dir():
-        raise InputError(f"{path} is a directory")
-    text = p.read_text()
+    text = require_file(path).read_text()
     if not text.strip():
         raise InputError(f"{path} is empty")
     return text
