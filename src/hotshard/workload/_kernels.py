@@ -51,23 +51,39 @@ def build_alias(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def draw_classes(u: np.ndarray, v: np.ndarray, prob: np.ndarray, alias: np.ndarray,
-                 offsets: np.ndarray, sizes: np.ndarray, order: np.ndarray,
-                 out: np.ndarray) -> None:
-    """out[i] = key: class by alias lookup on u[i], position inside the class by v[i].
-
-    Positions of class c are offsets[c] .. offsets[c] + sizes[c] - 1; a non-empty ``order``
-    maps positions to key IDs.
-    """
+def pick_classes(u: np.ndarray, prob: np.ndarray, alias: np.ndarray, sizes: np.ndarray,
+                 out: np.ndarray) -> int:
+    """out[i] = class drawn by alias lookup on u[i]; returns how many drawn classes hold more
+    than one key (those need a second uniform for the key inside the class)."""
     m = prob.shape[0]
-    mapped = order.shape[0] > 0
+    multi = 0
     # branch-free selects: the alias test is a coin flip the CPU cannot predict
     for i in range(u.shape[0]):
         x = u[i] * m
         c = min(int(x), m - 1)
         c = c if x - c < prob[c] else alias[c]
+        out[i] = c
+        multi += sizes[c] > 1
+    return multi
+
+
+@njit(cache=True, nogil=True)
+def classes_to_keys(out: np.ndarray, v: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
+                    order: np.ndarray) -> None:
+    """Turn drawn classes into keys in place: the next v for each multi-key class, in order.
+
+    Heavy-tailed tables put most draws on single-key (head) classes, so only the draws that
+    need a position inside a class consume a uniform.
+    """
+    mapped = order.shape[0] > 0
+    j = 0
+    for i in range(out.shape[0]):
+        c = out[i]
         size = sizes[c]
-        pos = offsets[c] + min(int(v[i] * size), size - 1)
+        pos = offsets[c]
+        if size > 1:
+            pos += min(int(v[j] * size), size - 1)
+            j += 1
         out[i] = order[pos] if mapped else pos
 
 

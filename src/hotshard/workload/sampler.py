@@ -284,16 +284,17 @@ class ClassSampler(_WeightsMixin):
         # scratch buffers reused across chunks: filling them in place is ~2.5x faster than
         # allocating fresh uniforms (page faults dominate otherwise)
         u = np.empty(min(n, _CHUNK))
-        need_v = bool(np.any(self.sizes > 1))
-        v = np.empty(u.size) if need_v else u
+        v = np.empty(u.size)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
             m = stop - start
             gen.random(out=u[:m])
-            if need_v:
-                gen.random(out=v[:m])
-            _kernels.draw_classes(u[:m], v[:m], self._prob, self._alias, self.offsets,
-                                  self.sizes, order, out[start:stop])
+            multi = _kernels.pick_classes(u[:m], self._prob, self._alias, self.sizes,
+                                          out[start:stop])
+            if multi:
+                gen.random(out=v[:multi])
+            _kernels.classes_to_keys(out[start:stop], v[:multi], self.offsets, self.sizes,
+                                     order)
         return out
 
     def weights(self):
