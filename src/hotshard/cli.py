@@ -458,6 +458,8 @@ def _partitioner_options(func):
                      help="Elasticsearch number_of_routing_shards (clusters before 9.4)."),
         click.option("--map", "map_file", metavar="FILE",
                      help="Explicit key,shard table for --partitioner map."),
+        click.option("--chunks", "chunks_file", metavar="FILE",
+                     help="MongoDB chunk ranges: 'min max shard' lines (MinKey/MaxKey ends)."),
     ]
     for opt in reversed(opts):
         func = opt(func)
@@ -465,12 +467,13 @@ def _partitioner_options(func):
 
 
 def _build_partitioner(name, shards, key_type, num_tokens, ring_seed, ring_file, slots_map,
-                       routing_shards, map_file):
+                       routing_shards, map_file, chunks_file=None):
     from hotshard.shards.partitioners import make_partitioner
 
     return make_partitioner(name, shards, key_type=key_type or "text", num_tokens=num_tokens,
                             ring_seed=ring_seed, ring_file=ring_file, slots_map=slots_map,
-                            routing_shards=routing_shards, map_file=map_file)
+                            routing_shards=routing_shards, map_file=map_file,
+                            chunks_file=chunks_file)
 
 
 @cli.command()
@@ -481,7 +484,7 @@ def _build_partitioner(name, shards, key_type, num_tokens, ring_seed, ring_file,
 @_partitioner_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 def shard(keys, partitioner, shards, key_type, num_tokens, ring_seed, ring_file, slots_map,
-          routing_shards, map_file, as_json):
+          routing_shards, map_file, chunks_file, as_json):
     """Print each key's shard (and slot, token or hash) exactly as the store places it.
 
     \b
@@ -491,7 +494,7 @@ def shard(keys, partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
       hotshard shard 21 foobar -p kafka -n 64
     """
     part = _build_partitioner(partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
-                              slots_map, routing_shards, map_file)
+                              slots_map, routing_shards, map_file, chunks_file)
     placed = part.shard_of(list(keys))
     details = part.details(list(keys)) if hasattr(part, "details") else {}
     for i, key in enumerate(keys):
@@ -538,8 +541,8 @@ def _whatif(split_hot, replicas, cache_hit, coalesce, hot_keys):
               help="How many top keys --cache-hit and --coalesce apply to.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def predict(profile_path, partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
-            slots_map, routing_shards, map_file, rps, capacity, split_hot, replicas, cache_hit,
-            coalesce, hot_keys, as_json):
+            slots_map, routing_shards, map_file, chunks_file, rps, capacity, split_hot, replicas,
+            cache_hit, coalesce, hot_keys, as_json):
     """Predict each shard's share of load (and CPU) from a profile, before any test runs.
 
     Head keys are placed exactly by the store's partitioner; the tail is spread by its mean
@@ -562,7 +565,7 @@ def predict(profile_path, partitioner, shards, key_type, num_tokens, ring_seed, 
     if partitioner in ("redis-cluster", "elasticsearch", "ketama"):
         key_type = "text"  # these stores hash the key's bytes as a string
     part = _build_partitioner(partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
-                              slots_map, routing_shards, map_file)
+                              slots_map, routing_shards, map_file, chunks_file)
     result = run_predict(prof, part, rps=rps, capacity=capacity,
                          whatif=_whatif(split_hot, replicas, cache_hit, coalesce, hot_keys))
     if as_json:

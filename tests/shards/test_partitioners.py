@@ -179,3 +179,16 @@ def test_ring_and_slot_files_must_cover_the_space(tmp_path):
     ring.write_text("-100 a\n5000 b\n")
     p = make_partitioner("cassandra", ring_file=str(ring))
     assert p.shard_of(["123"])[0] in (0, 1)
+
+
+def test_mongodb_chunk_file(tmp_path):
+    f = tmp_path / "chunks.txt"
+    f.write_text("MinKey 0 shardA\n0 MaxKey shardB\n")
+    p = make_partitioner("mongodb", key_type="bigint", chunks_file=str(f))
+    assert p.n_shards == 2
+    h = p.hashes(["42"])[0]  # -944302157085130861 < 0: the first chunk
+    assert p.shard_of(["42"])[0] == (0 if h < 0 else 1)
+    assert p.ownership() == pytest.approx([0.5, 0.5])
+    f.write_text("MinKey 0 a\n5 MaxKey b\n")
+    with pytest.raises(InputError, match="tile the hashed key space"):
+        make_partitioner("mongodb", chunks_file=str(f))

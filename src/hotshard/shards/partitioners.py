@@ -325,6 +325,32 @@ def even_chunks(n: int, per_shard: int = 2) -> tuple[NDArray, NDArray]:
     return bounds, np.arange(k, dtype=np.int64) % n
 
 
+def load_chunks(path: str) -> tuple[NDArray, NDArray, int]:
+    """MongoDB chunk ranges: 'min max shard' lines over the hashed (int64) key space, as
+    config.chunks lists them; 'MinKey'/'MaxKey' stand for the ends. Must tile the space."""
+    rows = []
+    for i, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 3:
+            raise InputError(f"{path} line {i}: expected 'min max shard'")
+        try:
+            lo = INT64_MIN if parts[0] == "MinKey" else int(parts[0])
+            hi = 2**63 if parts[1] == "MaxKey" else int(parts[1])
+        except ValueError:
+            raise InputError(f"{path} line {i}: chunk bounds must be integers") from None
+        rows.append((lo, hi, parts[2]))
+    rows.sort()
+    if not rows or rows[0][0] != INT64_MIN or rows[-1][1] != 2**63 or any(
+            a[1] != b[0] for a, b in zip(rows, rows[1:], strict=False)):
+        raise InputError(f"{path}: chunks must tile the hashed key space from MinKey to MaxKey "
+                         "without gaps or overlaps")
+    shards = sorted({r[2] for r in rows})
+    return (np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([shards.index(r[2]) for r in rows], dtype=np.int64), len(shards))
+
+
 def _key_hash64(keys, key_type: str):
     """A 64-bit input for the generic schemes: the integer itself, else murmur3 of the text."""
     if key_type == "bigint":
@@ -475,7 +501,8 @@ PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb
 def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "text",
                      num_tokens: int = 16, ring_seed: int = 0, ring_file: str | None = None,
                      slots_map: str | None = None, routing_shards: int | None = None,
-                     map_file: str | None = None, vnodes: int = 160) -> Partitioner:
+                     map_file: str | None = None, vnodes: int = 160,
+                     chunks_file: str | None = None) -> Partitioner:
     """Build a partitioner by name. ``key_type`` is text or bigint (how the store types keys).
 
     Raises
@@ -495,6 +522,9 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
     if name == "redis-cluster" and slots_map:
         slot_node, n = load_slots_map(slots_map)
         return RedisCluster(n, slot_node)
+    if name == "mongodb" and chunks_file:
+        bounds, owner, n = load_chunks(chunks_file)
+        return MongoDB(n, bounds, owner, key_type)
     if name == "cassandra" and ring_file:
         tokens, nodes, n = load_ring(ring_file)
         return Cassandra(n, tokens, nodes, key_type)
