@@ -11,9 +11,8 @@ snowflake-like: milliseconds << 22 | row index low bits), ``user_id`` (synthetic
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -209,11 +208,7 @@ def _write_all(plan, sink, fmt, workers, progress) -> int:
     return written
 
 
-def default_workers() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
-def op_shares_of(profile, ops: Sequence[str] | None = None) -> dict[str, float]:
+def op_shares_of(profile) -> dict[str, float]:
     """Read/write mix: the profile's per-operation event shares, else DEFAULT_OPS."""
     if profile is not None and profile.operations:
         total = sum(d.events for d in profile.operations.values())
