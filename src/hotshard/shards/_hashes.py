@@ -23,6 +23,20 @@ def _rotl64(x, r):
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
+@njit(cache=True, nogil=True)
+def _le32(data, p):
+    """The little-endian 32-bit word at data[p:p+4]."""
+    return (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
+            | (np.uint64(data[p + 2]) << np.uint64(16))
+            | (np.uint64(data[p + 3]) << np.uint64(24)))
+
+
+@njit(cache=True, nogil=True)
+def _signed32(h):
+    """A 32-bit word as Java's int."""
+    return np.int64(h) - (np.int64(1) << 32) if h >= np.uint64(0x80000000) else np.int64(h)
+
+
 # -- Redis Cluster: CRC16-XMODEM with hash tags --------------------------------------------
 @njit(cache=True, nogil=True)
 def _crc16_table():
@@ -96,9 +110,7 @@ def kafka_murmur2(data, offsets):
         blocks = length // 4
         for b in range(blocks):
             p = start + 4 * b
-            k = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
-                 | (np.uint64(data[p + 2]) << np.uint64(16))
-                 | (np.uint64(data[p + 3]) << np.uint64(24)))
+            k = _le32(data, p)
             k = (k * m) & M32
             k ^= k >> np.uint64(24)
             k = (k * m) & M32
@@ -116,7 +128,7 @@ def kafka_murmur2(data, offsets):
         h ^= h >> np.uint64(13)
         h = (h * m) & M32
         h ^= h >> np.uint64(15)
-        out[i] = np.int64(h) - (np.int64(1) << 32) if h >= np.uint64(0x80000000) else np.int64(h)
+        out[i] = _signed32(h)
     return out
 
 
@@ -237,9 +249,7 @@ def murmur3_x86_32(data, offsets, seed):
         blocks = length // 4
         for b in range(blocks):
             p = start + 4 * b
-            k = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << np.uint64(8))
-                 | (np.uint64(data[p + 2]) << np.uint64(16))
-                 | (np.uint64(data[p + 3]) << np.uint64(24)))
+            k = _le32(data, p)
             k = (k * c1) & M32
             k = _rotl32(k, 15)
             k = (k * c2) & M32
@@ -265,7 +275,7 @@ def murmur3_x86_32(data, offsets, seed):
         h ^= h >> np.uint64(13)
         h = (h * np.uint64(0xC2B2AE35)) & M32
         h ^= h >> np.uint64(16)
-        out[i] = np.int64(h) - (np.int64(1) << 32) if h >= np.uint64(0x80000000) else np.int64(h)
+        out[i] = _signed32(h)
     return out
 
 
@@ -318,9 +328,7 @@ def md5_prefix64(data, offsets):
                 else:
                     f = c ^ (b | (~d & M32))
                     g = (7 * r) % 16
-                w = (np.uint64(block[4 * g]) | (np.uint64(block[4 * g + 1]) << np.uint64(8))
-                     | (np.uint64(block[4 * g + 2]) << np.uint64(16))
-                     | (np.uint64(block[4 * g + 3]) << np.uint64(24)))
+                w = _le32(block, 4 * g)
                 f = (f + a + _MD5_K[r] + w) & M32
                 a = d
                 d = c
