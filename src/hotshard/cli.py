@@ -414,8 +414,9 @@ def _retype_for_key_column(inputs, key, placements, names, shards):
 
     if not key_column_is_integer(list(inputs), key):
         return placements
-    return [_build_partitioner(name, n, "text" if name in ("redis-cluster", "elasticsearch",
-                                                           "ketama") else "bigint",
+    from hotshard.shards.partitioners import TEXT_KEYED
+
+    return [_build_partitioner(name, n, "text" if name in TEXT_KEYED else "bigint",
                                16, 0, None, None, None, None)
             for name, n in zip(names, shards, strict=True)]
 
@@ -562,7 +563,9 @@ def predict(profile_path, partitioner, shards, key_type, num_tokens, ring_seed, 
     prof = Profile.load(profile_path)
     if key_type is None:
         key_type = "bigint" if prof.source.get("key_type") == "int64" else "text"
-    if partitioner in ("redis-cluster", "elasticsearch", "ketama"):
+    from hotshard.shards.partitioners import TEXT_KEYED
+
+    if partitioner in TEXT_KEYED:
         key_type = "text"  # these stores hash the key's bytes as a string
     part = _build_partitioner(partitioner, shards, key_type, num_tokens, ring_seed, ring_file,
                               slots_map, routing_shards, map_file, chunks_file)

@@ -23,7 +23,7 @@ from hotshard._files import require_file
 from hotshard.errors import InputError
 from hotshard.shards import _hashes as H
 
-__all__ = ["PARTITIONERS", "Partitioner", "encode_keys", "make_partitioner"]
+__all__ = ["PARTITIONERS", "TEXT_KEYED", "Partitioner", "encode_keys", "make_partitioner"]
 
 REDIS_SLOTS = 16384
 INT64_MIN = -(2**63)
@@ -493,6 +493,9 @@ def _read_text(path: str) -> str:
         raise InputError(f"{path} is empty")
     return text
 
+
+# Stores that hash the key's bytes as a string whatever its type in the data.
+TEXT_KEYED = ("redis-cluster", "elasticsearch", "ketama")
 
 PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb", "jump",
                 "ketama", "rendezvous", "modulo", "map")

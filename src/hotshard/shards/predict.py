@@ -16,10 +16,12 @@ from numpy.typing import NDArray
 from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.shards.partitioners import Partitioner, ring_fingerprint, spec_of
+from hotshard.workload.messages import DEFAULT_OPS
 
 __all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
 
-DEFAULT_READ_SHARE = 0.9
+# without per-operation counts, the generator's default mix: one fact, one place
+DEFAULT_READ_SHARE = DEFAULT_OPS["read"]
 UNIFORM_BAND_SD = 3.0
 
 
@@ -132,12 +134,6 @@ def _uniform_band(profile: Profile, own: NDArray[np.float64]) -> tuple[float, fl
     low = float(np.min(own - UNIFORM_BAND_SD * sd))
     high = float(np.max(own + UNIFORM_BAND_SD * sd))
     return max(low, 0.0), high, high / float(own.mean())
-
-
-def _loads(profile: Profile, partitioner: Partitioner, keys: list[str],
-           counts: NDArray[np.float64]) -> NDArray[np.float64]:
-    shards = partitioner.shard_of(keys) if keys else np.zeros(0, dtype=np.int64)
-    return np.bincount(shards, weights=counts, minlength=partitioner.n_shards)
 
 
 def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = None,
