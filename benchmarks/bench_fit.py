@@ -15,21 +15,12 @@ powerlaw takes minutes at 1e7 (its xmin scan loops in Python); that is the point
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from _timing import best_time
 
 from hotshard.profile.fit import fit_power_law
-
-
-def best_time(fn, repeats: int):
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def main() -> None:

@@ -10,18 +10,10 @@ ratio measures what vectorizing buys). Prints keys/s for both and the ratio.
 from __future__ import annotations
 
 import argparse
-import time
+
+from _timing import best_rate
 
 from hotshard.shards.partitioners import PARTITIONERS, make_partitioner
-
-
-def rate(fn, n: int, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return n / best
 
 
 def main() -> None:
@@ -40,8 +32,8 @@ def main() -> None:
             continue  # a dictionary lookup: nothing to vectorize
         part = make_partitioner(name, args.shards)
         part.shard_of(keys[:10])  # compile
-        vec = rate(lambda part=part: part.shard_of(keys), len(keys))
-        loop = rate(lambda part=part: [part.shard_of([k]) for k in loop_keys], len(loop_keys),
+        vec = best_rate(lambda part=part: part.shard_of(keys), len(keys))
+        loop = best_rate(lambda part=part: [part.shard_of([k]) for k in loop_keys], len(loop_keys),
                     repeats=1)
         print(f"{name:>14} {vec:18,.0f} {loop:20,.0f} {vec / loop:6.0f}x")
 

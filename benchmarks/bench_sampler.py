@@ -22,17 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import best_rate
 
 from hotshard.workload import sampler
-
-
-def best_rate(fn, draws: int, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return draws / best
 
 
 def main() -> None:
@@ -94,6 +86,8 @@ def main() -> None:
     messages = int(args.messages)
     plan = plan_workload(profile=None, dist=f"zipf:0.99:{n_keys}", events=messages, seed=1)
     with tempfile.TemporaryDirectory() as tmp:
+        warm = plan_workload(profile=None, dist=f"zipf:0.99:{n_keys}", events=1000, seed=1)
+        write_events(warm, str(Path(tmp) / "warm.parquet"), fmt="parquet")  # compile, import
         for workers in (1, 2):
             out = Path(tmp) / f"w{workers}.parquet"
             start = time.perf_counter()
