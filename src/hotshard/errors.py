@@ -7,7 +7,7 @@ nearest builtin so library callers can catch them the usual way.
 
 from __future__ import annotations
 
-__all__ = ["FitError", "HotshardError", "InputError"]
+__all__ = ["FitError", "HotshardError", "InputError", "ObservationsError"]
 
 
 class HotshardError(Exception):
@@ -20,3 +20,7 @@ class InputError(HotshardError, ValueError):
 
 class FitError(HotshardError, ValueError):
     """The data cannot support the requested fit (too few tail points, all values equal...)."""
+
+
+class ObservationsError(HotshardError, ValueError):
+    """An observations document is malformed; the message names the field path and the rule."""

@@ -1,0 +1,607 @@
+"""What a run measured (format ``hotshard.observations/1``): frozen types, validation, JSON.
+
+The simulator, the load driver and the reference service write this one format; ``diagnose`` and
+``report`` read it; a user may write it by hand from production dashboards. So every field but
+``format`` and ``label`` is optional (tools say what they could not judge for lack of it), every
+value is checked where it enters with a message naming its field path, and fields this version
+does not know are kept in ``extra`` so that reading and writing a file loses nothing.
+
+This module sits at the bottom layer: it imports only the standard library and hotshard's error,
+atomic-write and file-check helpers, never another hotshard package.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import numbers
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from hotshard._atomic import atomic_write
+from hotshard._files import require_file
+from hotshard.errors import InputError, ObservationsError
+
+__all__ = [
+    "FORMAT",
+    "LATENCY_NAMES",
+    "Latency",
+    "Observations",
+    "ObservationsError",
+    "ShardObservation",
+    "load",
+]
+
+FORMAT = "hotshard.observations/1"
+
+# Latency summary names in the order in which their values never decrease, with the quantile
+# each stands for. "mean" is also accepted; it must lie between min and max.
+LATENCY_NAMES = ("min", "p50", "p75", "p90", "p95", "p99", "p999", "p9999", "max")
+_QUANTILE = {"min": 0.0, "p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99,
+             "p999": 0.999, "p9999": 0.9999, "max": 1.0}
+_MISSING = object()
+_NO_LABEL = 'is missing: name what was observed, e.g. "production" or "load test"'
+
+
+# -- value checks: each takes (value, field path), returns the plain Python value or raises -------
+def _fail(path: str, text: str) -> ObservationsError:
+    return ObservationsError(f"observations {path} {text}")
+
+
+def _show(value: Any) -> str:
+    """The value as the user wrote it in JSON, cut short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, numbers.Real):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _got(value: Any, *, numeric: bool = False) -> str:
+    """``got <value> (<its JSON type>)``; the type is left out when a number was expected."""
+    kind = _kind(value)
+    return f"got {_show(value)}" + ("" if numeric and kind == "a number" else f" ({kind})")
+
+
+def _real(value: Any, path: str, rule: str) -> int | float:
+    """A finite real number as a builtin int or float; booleans are not numbers here."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise _fail(path, f"must be {rule}, {_got(value, numeric=True)}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise _fail(path, f"must be {rule}, got {_show(x)} (not a finite number)")
+    return x
+
+
+def _nonneg(value: Any, path: str) -> int | float:
+    x = _real(value, path, "a number >= 0")
+    if x < 0:
+        raise _fail(path, f"must be a number >= 0, got {_show(x)}")
+    return x
+
+
+def _positive(value: Any, path: str) -> int | float:
+    x = _real(value, path, "a number > 0")
+    if x <= 0:
+        raise _fail(path, f"must be a number > 0, got {_show(x)}")
+    return x
+
+
+def _fraction(value: Any, path: str) -> int | float:
+    rule = "a fraction in [0, 1]"
+    x = _real(value, path, rule)
+    if not 0 <= x <= 1:
+        hint = f" (write {x / 100:g} for {x:g}%)" if 1 < x <= 100 else ""
+        raise _fail(path, f"must be {rule}, got {_show(x)}{hint}")
+    return x
+
+
+def _count(value: Any, path: str) -> int:
+    rule = "an integer >= 0"
+    x = _real(value, path, rule)
+    if isinstance(x, float):
+        if not x.is_integer():
+            raise _fail(path, f"must be {rule}, got {_show(x)}")
+        x = int(x)
+    if x < 0:
+        raise _fail(path, f"must be {rule}, got {_show(x)}")
+    return x
+
+
+def _text(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        hint = (f' such as "{value}"' if isinstance(value, numbers.Real)
+                and not isinstance(value, bool) else "")
+        raise _fail(path, f"must be a non-empty string{hint}, {_got(value)}")
+    return value
+
+
+def _model(value: Any, path: str) -> str:
+    if not isinstance(value, str) or value not in ("open", "closed"):
+        raise _fail(path, f'must be "open", "closed" or null, {_got(value)}')
+    return value
+
+
+def _json_object(value: Any, path: str) -> dict[str, Any]:
+    """A private deep copy of a JSON object of plain values, so the frozen owner stays frozen."""
+    if not isinstance(value, Mapping):
+        raise _fail(path, f"must be an object, {_got(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise _fail(path, f"keys must be strings, got {_show(key)} ({_kind(key)})")
+        try:
+            json.dumps(item, allow_nan=False)
+        except (TypeError, ValueError):
+            raise _fail(_at(path, key), "must be plain JSON (strings, finite numbers, lists, "
+                                        f"objects), got {_show(item)}") from None
+    return copy.deepcopy(dict(value))
+
+
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _checked(values: Mapping[str, Any], spec: Mapping[str, Callable[[Any, str], Any]],
+             where: str) -> dict[str, Any]:
+    """The spec'd fields of ``values`` that are not None, each checked and made plain."""
+    return {name: check(values[name], _at(where, name))
+            for name, check in spec.items() if values.get(name) is not None}
+
+
+def _settle(obj: Any, spec: Mapping[str, Callable[[Any, str], Any]], where: str) -> None:
+    """Check a frozen instance's fields in place (direct construction validates too)."""
+    for name, value in _checked({n: getattr(obj, n) for n in spec}, spec, where).items():
+        object.__setattr__(obj, name, value)
+
+
+def _split_extra(doc: Mapping[str, Any], known: Iterable[str]
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(known fields that are not null, everything else) of a decoded object."""
+    names = set(known)
+    return ({k: v for k, v in doc.items() if k in names and v is not None},
+            {k: v for k, v in doc.items() if k not in names})
+
+
+def _check_extra(extra: Any, known: Iterable[str], path: str) -> dict[str, Any]:
+    out = _json_object(extra, path)
+    clash = [k for k in out if k in set(known)]
+    if clash:
+        raise _fail(f"{path}.{clash[0]}", f"is a known field; pass it as {clash[0]}, "
+                                          "not in extra")
+    return out
+
+
+# -- latency -------------------------------------------------------------------------------------
+_LATENCY_SPEC = {name: _nonneg for name in (*LATENCY_NAMES, "mean")}
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """A latency distribution summarised as percentiles, in milliseconds.
+
+    Dashboards, HDR histograms and the simulator all report a few percentiles rather than raw
+    samples, so this is what diagnosis can compare. Values must be >= 0 and never decrease along
+    ``LATENCY_NAMES`` (min, p50, p75, p90, p95, p99, p999, p9999, max): a p99 below the p90 is a
+    copying mistake, and a tail ratio computed from it would mislead.
+
+    Parameters
+    ----------
+    min, p50, p75, p90, p95, p99, p999, p9999, max : float or None
+        Milliseconds at that percentile (``p999`` is the 99.9th); None when not measured.
+    mean : float or None
+        Mean milliseconds; must lie between ``min`` and ``max`` when those are given.
+
+    Raises
+    ------
+    ObservationsError
+        A value is not a finite number >= 0, or the percentiles decrease.
+    """
+
+    min: float | None = None
+    p50: float | None = None
+    p75: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    p9999: float | None = None
+    max: float | None = None
+    mean: float | None = None
+
+    def __post_init__(self) -> None:
+        _settle(self, _LATENCY_SPEC, "latency")
+        _check_order(self.to_dict(), "latency")
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, where: str = "latency_ms") -> Latency:
+        """Build from a JSON object such as ``{"p50": 12, "p99": 800}``.
+
+        ``where`` is the field path used in error messages (``service_time_ms``, ...).
+        """
+        if not isinstance(doc, Mapping):
+            raise _fail(where, f'must be an object of percentile -> ms such as {{"p99": 800}}, '
+                               f"{_got(doc)}")
+        for name in doc:
+            if name not in _LATENCY_SPEC:
+                raise _fail(f"{where}.{name}", "is not a known latency name; use "
+                            + ", ".join(_LATENCY_SPEC))
+        values = _checked(doc, _LATENCY_SPEC, where)
+        _check_order(values, where)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, float]:
+        """The measured values, in ``LATENCY_NAMES`` order then ``mean``."""
+        return {name: getattr(self, name) for name in _LATENCY_SPEC
+                if getattr(self, name) is not None}
+
+    def quantiles(self) -> tuple[tuple[float, float], ...]:
+        """(quantile in [0, 1], ms) pairs for the measured percentiles, in increasing order.
+
+        ``min`` counts as quantile 0 and ``max`` as 1; ``mean`` is left out (not a quantile).
+        """
+        return tuple((_QUANTILE[name], getattr(self, name)) for name in LATENCY_NAMES
+                     if getattr(self, name) is not None)
+
+
+def _check_order(values: Mapping[str, float], where: str) -> None:
+    last: tuple[str, float] | None = None
+    for name in LATENCY_NAMES:
+        value = values.get(name)
+        if value is None:
+            continue
+        if last is not None and value < last[1]:
+            raise _fail(f"{where}.{name}", f"must be >= {last[0]} ({_show(last[1])}), got "
+                                           f"{_show(value)}: percentiles never decrease")
+        last = (name, value)
+    mean = values.get("mean")
+    if mean is not None:
+        lo, hi = values.get("min"), values.get("max")
+        if (lo is not None and mean < lo) or (hi is not None and mean > hi):
+            raise _fail(f"{where}.mean", f"must lie between min and max, got {_show(mean)}")
+
+
+def _latency(value: Any, path: str) -> Latency:
+    return value if isinstance(value, Latency) else Latency.from_dict(value, where=path)
+
+
+# -- one shard -----------------------------------------------------------------------------------
+_SHARD_SPEC: dict[str, Callable[[Any, str], Any]] = {
+    "id": _text, "node": _text, "cpu": _fraction, "requests": _count, "rate_rps": _nonneg,
+    "p50_ms": _nonneg, "p99_ms": _nonneg, "cache_hit_rate": _fraction, "queue_depth": _nonneg,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardObservation:
+    """What one shard did during the run: the evidence for (or against) a hot shard.
+
+    Parameters
+    ----------
+    id : str
+        The shard's name as its store reports it (``"0"``, a slot range, ``"node-a:7001"``).
+    node : str or None
+        The machine or process hosting it; shards on one node share its CPU.
+    cpu : float or None
+        Busy fraction of one core in [0, 1] (0.95, not 95): a single-threaded shard saturates
+        at 1, whatever the machine's core count.
+    requests : int or None
+        Requests the shard served during the run.
+    rate_rps : float or None
+        Requests per second the shard served.
+    p50_ms, p99_ms : float or None
+        The shard's own latency percentiles, in milliseconds (``p50_ms <= p99_ms``).
+    cache_hit_rate : float or None
+        Fraction of the shard's reads served from cache, in [0, 1].
+    queue_depth : float or None
+        Mean number of requests waiting at the shard.
+    extra : dict
+        Fields this version does not know, kept so a round trip loses nothing.
+
+    Raises
+    ------
+    ObservationsError
+        A value has the wrong type or is out of range.
+    """
+
+    id: str
+    node: str | None = None
+    cpu: float | None = None
+    requests: int | None = None
+    rate_rps: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    cache_hit_rate: float | None = None
+    queue_depth: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.id is None:
+            raise _fail("shard.id", "is missing: every shard needs an id")
+        _settle(self, _SHARD_SPEC, "shard")
+        object.__setattr__(self, "extra", _check_extra(self.extra, _SHARD_SPEC, "shard.extra"))
+        _check_shard({"p50_ms": self.p50_ms, "p99_ms": self.p99_ms}, "shard")
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, where: str = "shard") -> ShardObservation:
+        """Build from a JSON object; ``where`` (e.g. ``shards[2]``) prefixes error messages."""
+        if not isinstance(doc, Mapping):
+            raise _fail(where, f'must be an object such as {{"id": "0", "cpu": 0.5}}, '
+                               f"{_got(doc)}")
+        known, extra = _split_extra(doc, _SHARD_SPEC)
+        if "id" not in known:
+            raise _fail(f"{where}.id", 'is missing: every shard needs an id, e.g. "0"')
+        values = _checked(known, _SHARD_SPEC, where)
+        _check_shard(values, where)
+        return cls(**values, extra=_json_object(extra, where))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Measured fields in a stable order (id, node, cpu, requests, ...), then ``extra``."""
+        out = {name: getattr(self, name) for name in _SHARD_SPEC
+               if getattr(self, name) is not None}
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+
+def _check_shard(values: Mapping[str, Any], where: str) -> None:
+    p50, p99 = values.get("p50_ms"), values.get("p99_ms")
+    if p50 is not None and p99 is not None and p99 < p50:
+        raise _fail(f"{where}.p99_ms", f"must be >= p50_ms ({_show(p50)}), got {_show(p99)}: "
+                                       "percentiles never decrease")
+
+
+def _shards(value: Any, path: str) -> tuple[ShardObservation, ...]:
+    if not isinstance(value, list | tuple):
+        raise _fail(path, f"must be a list of shard objects, {_got(value)}")
+    shards = tuple(s if isinstance(s, ShardObservation)
+                   else ShardObservation.from_dict(s, where=f"{path}[{i}]")
+                   for i, s in enumerate(value))
+    first: dict[str, int] = {}
+    for i, shard in enumerate(shards):
+        if shard.id in first:
+            raise _fail(f"{path}[{i}].id", f"{_show(shard.id)} repeats {path}[{first[shard.id]}]"
+                                           ": shard ids must be unique")
+        first[shard.id] = i
+    return shards
+
+
+# -- the document --------------------------------------------------------------------------------
+def _network(value: Any, path: str) -> dict[str, Any]:
+    out = _json_object(value, path)
+    if out.get("cross_zone_rtt_ms") is not None:
+        out["cross_zone_rtt_ms"] = _nonneg(out["cross_zone_rtt_ms"], f"{path}.cross_zone_rtt_ms")
+    return out
+
+
+_TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
+    "label": _text, "rate_rps": _positive, "achieved_rps": _nonneg, "duration_s": _positive,
+    "model": _model, "key_generator": _text, "latency_ms": _latency, "service_time_ms": _latency,
+    "shards": _shards, "cache_hit_rate": _fraction, "payload_bytes_mean": _nonneg,
+    "distinct_keys": _count, "network": _network,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """One run's measurements: a ``hotshard.observations/1`` document.
+
+    Only ``label`` is required, because a user filling this in from production dashboards has
+    whatever those dashboards show; tools that need a missing field say they could not judge
+    without it. Build with ``from_dict``/``load`` or directly (``latency_ms`` and ``shards`` may
+    then be given as plain dicts); either way every value is checked. Never mutated.
+
+    Parameters
+    ----------
+    label : str
+        What was observed: ``"production"``, ``"load test"``, ``"simulation"``...
+    rate_rps : float or None
+        Offered (target) request rate, > 0.
+    achieved_rps : float or None
+        Rate actually completed; below ``rate_rps`` when the system or the driver fell behind.
+    duration_s : float or None
+        Length of the measured window in seconds, > 0.
+    model : {"open", "closed", None}
+        How load was generated: open loop (arrivals on a schedule) or closed loop (each client
+        waits for its answer); None for production traffic.
+    key_generator : str or None
+        Which key distribution drove the load (``"uniform"``, ``"zipf"``, ``"profile"``...).
+    latency_ms : Latency or None
+        Latency measured from each request's *intended* send time (no coordinated omission).
+    service_time_ms : Latency or None
+        Latency measured from the actual send; the gap to ``latency_ms`` is queueing in the
+        driver or client.
+    shards : tuple of ShardObservation
+        Per-shard load and CPU; empty when not measured.
+    cache_hit_rate : float or None
+        Fraction of reads served from cache, in [0, 1].
+    payload_bytes_mean : float or None
+        Mean request payload size in bytes.
+    distinct_keys : int or None
+        Number of distinct keys touched.
+    network : dict or None
+        Network facts such as ``cross_zone_rtt_ms``; other keys are kept as given.
+    extra : dict
+        Top-level fields this version does not know, kept so a round trip loses nothing.
+
+    Raises
+    ------
+    ObservationsError
+        A field has the wrong type or is out of range; the message names its path.
+    """
+
+    format: ClassVar[str] = FORMAT
+
+    label: str
+    rate_rps: float | None = None
+    achieved_rps: float | None = None
+    duration_s: float | None = None
+    model: Literal["open", "closed"] | None = None
+    key_generator: str | None = None
+    latency_ms: Latency | None = None
+    service_time_ms: Latency | None = None
+    shards: tuple[ShardObservation, ...] = ()
+    cache_hit_rate: float | None = None
+    payload_bytes_mean: float | None = None
+    distinct_keys: int | None = None
+    network: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.label is None:
+            raise _fail("label", _NO_LABEL)
+        if self.shards is None:
+            object.__setattr__(self, "shards", ())
+        _settle(self, _TOP_SPEC, "")
+        object.__setattr__(self, "extra",
+                           _check_extra(self.extra, (*_TOP_SPEC, "format"), "extra"))
+
+    # -- serialisation ---------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, doc: Any) -> Observations:
+        """Validate a decoded JSON document and build the observations.
+
+        Null fields count as absent; unknown fields go to ``extra``.
+        """
+        if not isinstance(doc, Mapping):
+            raise ObservationsError(f"observations must be a JSON object, {_got(doc)}")
+        fmt = doc.get("format", _MISSING)
+        if fmt is _MISSING or fmt != FORMAT or not isinstance(fmt, str):
+            got = "got nothing" if fmt is _MISSING else _got(fmt)
+            raise _fail("format", f"must be {FORMAT!r}, {got}")
+        if doc.get("label") is None:
+            raise _fail("label", _NO_LABEL)
+        known, extra = _split_extra(doc, _TOP_SPEC)
+        extra.pop("format")
+        return cls(**known, extra=_json_object(extra, ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as JSON-ready data: ``format`` first, fields in a stable order, absent
+        (None or empty) fields omitted, then ``extra``."""
+        out: dict[str, Any] = {"format": FORMAT}
+        for name in _TOP_SPEC:
+            value = getattr(self, name)
+            if value is None or (name == "shards" and not value):
+                continue
+            if isinstance(value, Latency):
+                value = value.to_dict()
+            elif name == "shards":
+                value = [s.to_dict() for s in value]
+            elif isinstance(value, dict):
+                value = copy.deepcopy(value)
+            out[name] = value
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+    def to_json(self) -> str:
+        """Indented JSON (people read and hand-edit these files), ending in a newline."""
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically: a failure leaves the old file (or none), never half a document.
+
+        Raises
+        ------
+        InputError
+            The directory does not exist or the file cannot be written.
+        """
+        text = self.to_json()
+        try:
+            with atomic_write(path) as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Observations:
+        """Read and validate a ``hotshard.observations/1`` file.
+
+        Raises
+        ------
+        ObservationsError
+            The file is missing, empty, not JSON or not valid observations; the message starts
+            with the path.
+        """
+        p = require_file(path, what="file of observations", error=ObservationsError)
+        try:
+            text = p.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError:
+            raise ObservationsError(f"{path}: observations: not JSON (not UTF-8 text)") from None
+        except OSError as exc:
+            raise ObservationsError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        if not text.strip():
+            raise ObservationsError(f'{path}: observations: the file is empty; expected a JSON '
+                                    f'object with "format" and "label"')
+        try:
+            doc = json.loads(text, object_pairs_hook=_no_duplicates)
+            return cls.from_dict(doc)
+        except json.JSONDecodeError as exc:
+            raise ObservationsError(
+                f"{path}: observations: not JSON (line {exc.lineno}: {exc.msg})") from None
+        except ObservationsError as exc:
+            raise ObservationsError(f"{path}: {exc}") from None
+
+    # -- views for diagnosis ---------------------------------------------------------------------
+    @property
+    def shard_cpu(self) -> tuple[float, ...] | None:
+        """Every shard's CPU fraction in shard order; None unless all shards report it."""
+        return _all_or_none(s.cpu for s in self.shards)
+
+    @property
+    def shard_requests(self) -> tuple[int, ...] | None:
+        """Every shard's request count in shard order; None unless all shards report it."""
+        return _all_or_none(s.requests for s in self.shards)
+
+    @property
+    def total_requests(self) -> int | None:
+        """Requests over all shards; None unless every shard reports its count."""
+        counts = self.shard_requests
+        return None if counts is None else sum(counts)
+
+    @property
+    def hottest_shard(self) -> ShardObservation | None:
+        """The busiest shard: by CPU when every shard reports it (CPU is what saturates), else
+        by requests when every shard reports those; None otherwise. Ties go to the first."""
+        for values in (self.shard_cpu, self.shard_requests):
+            if values is not None:
+                return self.shards[values.index(max(values))]
+        return None
+
+
+def _all_or_none(values: Iterable[Any]) -> tuple[Any, ...] | None:
+    out = tuple(values)
+    return out if out and all(v is not None for v in out) else None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON object hook: a key given twice is a hand-editing slip, not "last one wins"."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ObservationsError(f"observations: key {_show(key)} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def load(path: str | os.PathLike[str]) -> Observations:
+    """Read and validate an observations file; same as ``Observations.load``."""
+    return Observations.load(path)
