@@ -1,11 +1,14 @@
 """Atomic output: write to a temporary file beside the target, then rename over it.
 
-A crash or an error half-way leaves no partially written file that looks complete.
+A crash, an error or a signal half-way leaves no partially written file that looks complete,
+and no temporary file either. The finished file gets the permissions any new file of the user
+gets (0666 less the umask), not the 0600 of a temporary file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Iterator
@@ -14,21 +17,49 @@ from typing import IO
 
 from hotshard.errors import InputError
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "check_writable"]
+
+
+@functools.cache
+def _umask() -> int:
+    """The process umask (read by setting and restoring it: there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Fail early, before any work, when ``path`` cannot become an output file.
+
+    Raises
+    ------
+    InputError
+        ``path`` is a directory, its directory does not exist, or it is not writable.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"cannot write {target}: it is a directory; name a file inside it")
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"cannot write {target}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {target}: no permission to write in {directory}")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"cannot write {target}: the file is read-only")
+    return target
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     """Open a temporary file next to ``path``; on success rename it onto ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception (including KeyboardInterrupt) the temporary file is removed and ``path``
+    is left untouched.
     """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"cannot write {target}: directory {directory} does not exist")
+    target = check_writable(path)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                        dir=target.parent if str(target.parent) else ".")
     except OSError as exc:
         raise InputError(f"cannot write {target}: {exc.strerror}") from exc
     try:
@@ -36,6 +67,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -8,42 +8,42 @@ import pyarrow.parquet as pq
 import pytest
 
 from hotshard.errors import InputError
-from hotshard.profile.read import read_observations
+from hotshard.profile.read import read_fit_input
 
 
 def test_plain_lines(tmp_path):
     f = tmp_path / "x.txt"
     f.write_text("3\n1\n\n  7 \r\n")
-    assert read_observations(f).values.tolist() == [3, 1, 7]
+    assert read_fit_input(f).values.tolist() == [3, 1, 7]
 
 
 def test_gzip(tmp_path):
     f = tmp_path / "x.txt.gz"
     f.write_bytes(gzip.compress(b"1\n2\n2\n"))
-    assert read_observations(f).values.tolist() == [1, 2, 2]
+    assert read_fit_input(f).values.tolist() == [1, 2, 2]
 
 
 def test_csv_column_and_tsv(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("key,count\na,5\nb,9\n")
-    assert read_observations(f, column="count").values.tolist() == [5, 9]
+    assert read_fit_input(f, column="count").values.tolist() == [5, 9]
     g = tmp_path / "t.tsv"
     g.write_text("key\tcount\na\t5\nb\t9\n")
-    assert read_observations(g, column="count").values.tolist() == [5, 9]
+    assert read_fit_input(g, column="count").values.tolist() == [5, 9]
 
 
 def test_parquet_column(tmp_path):
     f = tmp_path / "t.parquet"
     pq.write_table(pa.table({"key": ["a", "b"], "n": [4, 6]}), f)
-    assert read_observations(f, column="n").values.tolist() == [4, 6]
+    assert read_fit_input(f, column="n").values.tolist() == [4, 6]
 
 
 def test_histogram_with_header(tmp_path):
     f = tmp_path / "h.hist"
     f.write_text("degree\tfrequency\n0\t10\n1\t5\n4\t2\n")
-    obs = read_observations(f, histogram=True)
-    assert obs.values.tolist() == [0, 1, 4]
-    assert obs.counts.tolist() == [10, 5, 2]
+    data = read_fit_input(f, histogram=True)
+    assert data.values.tolist() == [0, 1, 4]
+    assert data.counts.tolist() == [10, 5, 2]
 
 
 @pytest.mark.parametrize(
@@ -65,14 +65,14 @@ def test_bad_files(tmp_path, content, kwargs, message):
     f = tmp_path / ("in.csv" if "column" in kwargs else "in.txt")
     f.write_text(content)
     with pytest.raises(InputError, match=message):
-        read_observations(f, **kwargs)
+        read_fit_input(f, **kwargs)
 
 
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        read_observations(tmp_path / "nope.txt")
+        read_fit_input(tmp_path / "nope.txt")
     with pytest.raises(InputError, match="is a directory"):
-        read_observations(tmp_path)
+        read_fit_input(tmp_path)
 
 
 def test_truncated_parquet(tmp_path):
@@ -80,11 +80,11 @@ def test_truncated_parquet(tmp_path):
     pq.write_table(pa.table({"n": np.arange(1000)}), f)
     f.write_bytes(f.read_bytes()[:200])
     with pytest.raises(InputError, match="not a readable Parquet file"):
-        read_observations(f, column="n")
+        read_fit_input(f, column="n")
 
 
 def test_parquet_needs_a_column(tmp_path):
     f = tmp_path / "t.parquet"
     pq.write_table(pa.table({"n": [1, 2]}), f)
     with pytest.raises(InputError, match="--column"):
-        read_observations(f)
+        read_fit_input(f)

@@ -123,9 +123,9 @@ def test_sizes_follow_profile_quantiles():
     ({"dist": "zipf:0:100"}, "s must be > 0"),
     ({"dist": "zipf:abc:100"}, "must be a number"),
     ({"dist": "zipf:1.1"}, "takes 2"),
-    ({"dist": "uniform:10", "events": 0}, "--events must be > 0"),
+    ({"dist": "uniform:10", "events": 0}, "events must be > 0"),
     ({"dist": "uniform:10", "events": None}, "say how many events"),
-    ({"dist": None}, "either a PROFILE or --dist"),
+    ({"dist": None}, "either a profile or a distribution"),
 ])
 def test_bad_plans(kwargs, message):
     args = {"profile": None, "dist": "uniform:10", "events": 10, "seed": 1, **kwargs}

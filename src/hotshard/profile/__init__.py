@@ -6,9 +6,33 @@ Submodules are imported on first use so ``import hotshard.profile`` stays instan
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DiscretePowerLaw", "PowerLawFit", "fit_power_law"]
+__all__ = ["ALTERNATIVE_NAMES", "DiscretePowerLaw", "PowerLawFit", "fit_power_law",
+           "keys_look_integer"]
+
+# Alternatives a power-law fit can be compared with (Vuong tests); see profile.alternatives.
+ALTERNATIVE_NAMES = ("lognormal", "exponential", "truncated_power_law")
+
+_INT64 = re.compile(r"-?[0-9]{1,19}")
+
+
+def keys_look_integer(keys: Iterable[object]) -> bool:
+    """True when every key is a decimal integer that fits 64 bits (and there is at least one).
+
+    Half of the one key-type rule (``hotshard.shards.resolve_key_type``): such keys are
+    8-byte integers to the stores that type keys.
+    """
+    seen = False
+    for key in keys:
+        text = str(key)
+        if not _INT64.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
+            return False
+        seen = True
+    return seen
+
 
 _LAZY = {
     "DiscretePowerLaw": "hotshard.profile.powerlaw",

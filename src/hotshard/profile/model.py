@@ -20,12 +20,15 @@ from numpy.typing import NDArray
 
 from hotshard.errors import HotshardError
 
-__all__ = ["FORMAT", "KeyDistribution", "Profile", "ProfileError", "TailModel", "bin_tail"]
+__all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
+           "TailModel", "bin_tail"]
 
 FORMAT = "hotshard.profile/1"
 # Count values up to this are kept exactly in the tail histogram; above, log bins.
 EXACT_LIMIT = 1024
 BINS_PER_DECADE = 16
+# A chat-history service mostly reads history: the mix assumed when a profile records none.
+DEFAULT_OPS = {"read": 0.9, "write": 0.1}
 
 
 class ProfileError(HotshardError, ValueError):
@@ -152,6 +155,18 @@ class Profile:
     def tail(self) -> TailModel:
         return self.dist.tail
 
+    @property
+    def integer_keys(self) -> bool:
+        """Whether the keys are integers: an integer key column, or (when the profile does not
+        say) head keys that are all decimal 64-bit integers. Stores that type keys place such
+        keys as 8-byte integers (``hotshard.shards.resolve_key_type``)."""
+        from hotshard.profile import keys_look_integer
+
+        kind = self.source.get("key_type")
+        if kind is not None:
+            return kind == "int64"
+        return keys_look_integer(self.head_keys)
+
     # -- serialisation ----------------------------------------------------------------------
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"format": FORMAT, "source": self.source, **self.dist.to_dict(),
@@ -230,25 +245,45 @@ class Profile:
                    sizes=doc.get("sizes"), rate=doc.get("rate"))
 
     # -- scaling ----------------------------------------------------------------------------
-    def scaled(self, *, events: float | None = None, keys: float | None = None) -> Profile:
+    def scaled(self, *, events: float | None = None, keys: float | None = None,
+               key_scaling: str = "dilute") -> Profile:
         """The same workload shape at another size.
 
-        ``keys``: the tail gets proportionally more (or fewer) keys in every count class, i.e.
-        it is extended along its own distribution (the fitted law where it holds); head keys
-        stay. ``events``: every count is multiplied so the total is ``events``, keeping every
-        key's share. Scaled counts are expected counts (not necessarily integers).
+        ``keys`` changes the number of distinct keys; head keys always stay. How the tail
+        grows is ``key_scaling``:
+
+        - ``"dilute"`` (default): every head key keeps its share and the tail keeps its share
+          of events, spread over more, rarer tail keys (every tail count class gets ``g``
+          times the keys at ``1/g`` the count). The hot channels stay hot: this is what a
+          bigger key space with the same audience looks like.
+        - ``"extend"``: new tail keys are as popular as the old ones (every class gets ``g``
+          times the keys at the same count), so the tail's share grows and the head's shrinks;
+          at a thousand times the keys the head all but vanishes.
+
+        ``events`` multiplies every count so the total is ``events``, keeping every key's
+        share. Scaled counts are expected counts (not necessarily integers).
         """
-        dist = _scale_dist(self.dist, events, keys)
+        if key_scaling not in KEY_SCALINGS:
+            raise ProfileError(f"key_scaling must be one of {', '.join(KEY_SCALINGS)}, "
+                               f"got {key_scaling!r}")
+        dist = _scale_dist(self.dist, events, keys, key_scaling)
         ops = {}
         for op, d in self.operations.items():
             share = d.events / self.events if self.events else 0.0
             ops[op] = _scale_dist(d, None if events is None else events * share,
-                                  None if keys is None else keys * d.keys / self.keys)
-        return replace(self, dist=dist, operations=ops,
-                       source={**self.source, "scaled": {"events": events, "keys": keys}})
+                                  None if keys is None else keys * d.keys / self.keys,
+                                  key_scaling)
+        scaled = {"events": events, "keys": keys}
+        if keys is not None:
+            scaled["key_scaling"] = key_scaling
+        return replace(self, dist=dist, operations=ops, source={**self.source, "scaled": scaled})
 
 
-def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None) -> KeyDistribution:
+KEY_SCALINGS = ("dilute", "extend")
+
+
+def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None,
+                key_scaling: str = "dilute") -> KeyDistribution:
     if events is not None and events <= 0:
         raise ProfileError(f"events must be > 0, got {events}")
     if keys is not None and keys < len(d.head_keys):
@@ -256,19 +291,23 @@ def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None) ->
             f"keys must be at least the {len(d.head_keys)} head keys, got {keys}"
         )
     tail = d.tail
-    g = 1.0
+    g = 1.0  # tail keys multiply by g
+    per_key = 1.0  # each tail key's count multiplies by this
     if keys is not None and tail.keys > 0:
         g = (keys - len(d.head_keys)) / tail.keys
-        tail = replace(tail, keys=tail.keys * g, events=tail.events * g,
-                       value_keys=tail.value_keys * g, bin_keys=tail.bin_keys * g,
-                       bin_events=tail.bin_events * g)
+        per_key = 1.0 / g if key_scaling == "dilute" else 1.0
+        tail = replace(tail, keys=tail.keys * g, events=tail.events * g * per_key,
+                       values=tail.values * per_key, value_keys=tail.value_keys * g,
+                       bin_lo=tail.bin_lo * per_key, bin_hi=tail.bin_hi * per_key,
+                       bin_keys=tail.bin_keys * g, bin_events=tail.bin_events * g * per_key)
     head_events = float(d.head_counts.sum())
     total = head_events + tail.events
     f = 1.0 if events is None or total == 0 else events / total
     pl = tail.power_law
     if pl is not None:  # the law was fitted on unscaled counts: record how to map it
-        pl = {**pl, "count_scale": pl.get("count_scale", 1.0) * f,
-              "key_scale": pl.get("key_scale", 1.0) * g}
+        pl = {**pl, "count_scale": pl.get("count_scale", 1.0) * f * per_key,
+              "key_scale": pl.get("key_scale", 1.0) * g,
+              "head_scale": pl.get("head_scale", 1.0) * f}
     tail = replace(tail, events=tail.events * f, values=tail.values * f,
                    bin_lo=tail.bin_lo * f, bin_hi=tail.bin_hi * f, bin_events=tail.bin_events * f,
                    power_law=pl)

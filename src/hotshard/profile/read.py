@@ -16,11 +16,11 @@ from numpy.typing import NDArray
 from hotshard._files import require_file
 from hotshard.errors import InputError
 
-__all__ = ["Observations", "read_observations"]
+__all__ = ["FitInput", "read_fit_input"]
 
 
 @dataclass(frozen=True)
-class Observations:
+class FitInput:
     """Values read from a file; ``counts`` is set when the file was a frequency histogram."""
 
     values: NDArray
@@ -67,7 +67,7 @@ def _parse_numbers(tokens: list[bytes] | NDArray, where: str) -> NDArray:
     raise InputError(f"{where}: values are not numbers")  # pragma: no cover
 
 
-def _read_plain(path: str) -> Observations:
+def _read_plain(path: str) -> FitInput:
     data = _read_bytes(path)
     lines = data.splitlines()
     tokens = data.split()
@@ -84,7 +84,7 @@ def _read_plain(path: str) -> Observations:
             f"{path} line 1: {first!r} is not a number (a header? use --column {first})"
         )
     nonblank = [ln.strip() for ln in lines if ln.strip()] if len(tokens) != len(lines) else tokens
-    return Observations(_parse_numbers(nonblank, f"{path} line"), None, path)
+    return FitInput(_parse_numbers(nonblank, f"{path} line"), None, path)
 
 
 def _is_number(tok: bytes) -> bool:
@@ -101,7 +101,7 @@ def _sniff_delimiter(path: str, first_line: bytes) -> str:
     return ","
 
 
-def _read_table(path: str, column: str) -> Observations:
+def _read_table(path: str, column: str) -> FitInput:
     import pyarrow as pa
 
     if path.endswith((".parquet", ".pq")):
@@ -126,7 +126,7 @@ def _read_table(path: str, column: str) -> Observations:
             raise InputError(
                 f"{path}: cannot parse column {column!r}: {_first_line(exc)}"
             ) from None
-    return Observations(_column_values(table.column(column), path, column), None, path)
+    return FitInput(_column_values(table.column(column), path, column), None, path)
 
 
 def _read_parquet_column(path: str, column: str):
@@ -165,7 +165,7 @@ def _column_values(col, path: str, column: str) -> NDArray:
     return col.to_numpy()
 
 
-def _read_histogram(path: str) -> Observations:
+def _read_histogram(path: str) -> FitInput:
     data = _read_bytes(path)
     lines = [ln for ln in data.splitlines() if ln.strip()]
     delim = b"\t" if b"\t" in lines[0] else (b"," if b"," in lines[0] else None)
@@ -182,12 +182,12 @@ def _read_histogram(path: str) -> Observations:
             )
     values = _parse_numbers([r[0].strip() for r in rows[start:]], f"{path} value on row")
     counts = _parse_numbers([r[1].strip() for r in rows[start:]], f"{path} count on row")
-    return Observations(values, counts, path)
+    return FitInput(values, counts, path)
 
 
-def read_observations(
+def read_fit_input(
     path: str | os.PathLike[str], *, column: str | None = None, histogram: bool = False
-) -> Observations:
+) -> FitInput:
     """Read observations from ``path`` (``-`` for standard input).
 
     Parameters

@@ -7,10 +7,23 @@ import os
 import numpy as np
 
 from hotshard._atomic import atomic_write
+from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
 
-__all__ = ["plot_rank_frequency"]
+__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency"]
+
+IMAGE_FORMATS = ("png", "svg", "pdf")
+
+
+def image_format(path: str | os.PathLike[str]) -> str:
+    """The image format a file name asks for, by its extension; an error for any other."""
+    suffix = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if suffix not in IMAGE_FORMATS:
+        shown = f".{suffix}" if suffix else "(no extension)"
+        raise InputError(f"cannot draw {path}: unknown image type {shown}; "
+                         "name a .png, .svg or .pdf file")
+    return suffix
 
 
 def _tail_ranks(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
@@ -27,7 +40,8 @@ def _tail_ranks(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
                         title: str | None = None) -> None:
-    """Draw the rank-frequency curve on log-log axes and write a PNG atomically."""
+    """Draw the rank-frequency curve on log-log axes; write PNG, SVG or PDF atomically."""
+    fmt = image_format(path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,5 +74,5 @@ def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
     ax.legend(fontsize=8)
     fig.tight_layout()
     with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format="png")
+        fig.savefig(handle, format=fmt)
     plt.close(fig)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from hotshard._files import require_file
 from hotshard.errors import InputError
+from hotshard.shards import PARTITIONERS, TEXT_KEYED
 from hotshard.shards import _hashes as H
 
 __all__ = ["PARTITIONERS", "TEXT_KEYED", "Partitioner", "encode_keys", "make_partitioner"]
@@ -494,12 +495,6 @@ def _read_text(path: str) -> str:
     return text
 
 
-# Stores that hash the key's bytes as a string whatever its type in the data.
-TEXT_KEYED = ("redis-cluster", "elasticsearch", "ketama")
-
-PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb", "jump",
-                "ketama", "rendezvous", "modulo", "map")
-
 
 def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "text",
                      num_tokens: int = 16, ring_seed: int = 0, ring_file: str | None = None,
@@ -626,3 +621,19 @@ def stand_in_keys(names: Sequence[str], shards: Sequence[int], partitioner: Part
         todo = left
         attempt += 1
     return [str(o) for o in out]
+
+
+def recorded_partitioner(placement: dict, name: str, shards: int) -> Partitioner:
+    """The partitioner a profile's ``placement`` recorded as ``name`` with ``shards`` shards.
+
+    Raises
+    ------
+    InputError
+        The profile recorded no placement for that store and shard count.
+    """
+    wanted = f"{name}/{shards}"
+    specs = [spec for spec in placement if spec.split(":")[0] == wanted]
+    if not specs:
+        raise InputError(f"the profile recorded no tail placement for {wanted}: profile the "
+                         f"data again with partitioner {name} and {shards} shards")
+    return from_spec(specs[0], placement[specs[0]].get("key_type", "text"))

@@ -14,9 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
-from hotshard.profile.model import Profile
+from hotshard.profile.model import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner, ring_fingerprint, spec_of
-from hotshard.workload.messages import DEFAULT_OPS
 
 __all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
 

@@ -8,14 +8,13 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-from scipy import stats
 
 from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.workload import sampler as samplers
 from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile
-from hotshard.workload.scenario import Arrivals, HotEvent
+from hotshard.workload.scenario import Arrivals, HotEvent, format_duration
 
 __all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
 
@@ -72,6 +71,7 @@ def plan_workload(
     rate: float | None = None,
     duration: float | None = None,
     keys: int | None = None,
+    key_scaling: str = "dilute",
     tail: str = "power_law",
     hot_events: tuple[HotEvent, ...] = (),
     diurnal: float = 0.0,
@@ -82,19 +82,27 @@ def plan_workload(
     """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
 
     Events come from ``events``, else rate x duration. Rate comes from ``rate``, else
-    events / duration, else the profile's mean rate, else 3000/s.
+    events / duration, else the profile's mean rate, else 3000/s. ``keys`` rescales the
+    profile's key space as ``Profile.scaled`` does with ``key_scaling`` (default "dilute": the
+    head keeps its keys and shares, the tail its share over more, rarer keys).
+
+    Raises
+    ------
+    InputError
+        Neither or both of profile and dist; no way to tell the number of events; a hot event
+        whose window lies outside the run.
     """
     if (profile is None) == (dist is None):
-        raise InputError("give either a PROFILE or --dist SPEC (not both)")
+        raise InputError("give either a profile or a distribution spec (not both)")
     if events is not None and events <= 0:
-        raise InputError(f"--events must be > 0, got {events}")
+        raise InputError(f"events must be > 0, got {events}")
     if rate is not None and rate <= 0:
-        raise InputError(f"--rate must be > 0, got {rate}")
+        raise InputError(f"rate must be > 0, got {rate}")
     if duration is not None and duration <= 0:
-        raise InputError(f"--duration must be > 0, got {duration}")
+        raise InputError(f"duration must be > 0, got {duration}")
     if events is None:
         if rate is None or duration is None:
-            raise InputError("say how many events: --events N, or --rate R with --duration D")
+            raise InputError("say how many events: events, or rate with duration")
         events = int(round(rate * duration))
     if rate is None:
         if duration is not None:
@@ -107,7 +115,7 @@ def plan_workload(
     arrivals = Arrivals(float(rate), diurnal)
     if profile is not None:
         if keys is not None:
-            profile = profile.scaled(keys=keys)
+            profile = profile.scaled(keys=keys, key_scaling=key_scaling)
         op_dists = profile.operations
         if op_dists:
             chosen = {op: from_profile(profile, tail=tail, op=op, follow=follow)
@@ -119,10 +127,11 @@ def plan_workload(
         key_type = next(iter(chosen.values())).key_type
     else:
         if keys is not None:
-            raise InputError("--keys scales a profile; give the key count in --dist instead")
+            raise InputError("keys scales a profile; give the key count in the distribution "
+                             "spec instead (e.g. zipf:0.99:1e9)")
         if follow is not None:
-            raise InputError("--partitioner makes tail keys follow a profile's placement: "
-                             "it needs a PROFILE")
+            raise InputError("following a placement makes tail keys follow a profile's "
+                             "recorded placement: it needs a profile")
         chosen = {"*": parse_dist(dist)}
         shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
     for event in hot_events:
@@ -130,12 +139,24 @@ def plan_workload(
             try:
                 int(event.key)
             except ValueError:
-                raise InputError(f"--event key {event.key!r} must be an integer: this "
+                raise InputError(f"event key {event.key!r} must be an integer: this "
                                  "workload's keys are integers") from None
+    run_seconds = arrivals.seconds_for(int(events))
+    for event in hot_events:
+        if event.start >= run_seconds:
+            raise InputError(
+                f"the event on key {event.key} starts at {format_duration(event.start)}, but "
+                f"the run ends at {format_duration(run_seconds)} ({int(events):,} events at "
+                f"{rate:,.0f}/s): start it earlier, or generate more events or a longer "
+                "duration")
+    notes = tuple(
+        f"the event on key {e.key} is cut short: it ends at {format_duration(e.end)} but the "
+        f"run ends at {format_duration(run_seconds)}"
+        for e in hot_events if e.end > run_seconds)
     return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
                           arrivals=arrivals, start_ms=int(start.timestamp() * 1000),
                           size_quantiles=sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, key_type=key_type)
+                          n_users=n_users, key_type=key_type, notes=notes)
 
 
 # -- verification ---------------------------------------------------------------------------
@@ -194,6 +215,8 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
     mixture over count classes of binomial(N, class weight), conditioned on being seen),
     against the asymptotic critical value at ``alpha`` (conservative for discrete counts).
     """
+    from scipy import stats
+
     by_key, _, n = _read_key_counts(path)
     if n == 0:
         raise InputError(f"{path} holds no events")
@@ -220,6 +243,8 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
 
 def _tail_check(sampler: ProfileSampler, probs, n: int, observed: np.ndarray,
                 alpha: float) -> Check:
+    from scipy import stats
+
     if observed.size == 0:
         return Check("tail counts", sampler.n_keys == sampler.head_size, "no tail keys seen")
     sizes = sampler.classes.sizes[sampler.head_size:]

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hotshard.errors import InputError
+from hotshard.profile.model import DEFAULT_OPS
 from hotshard.workload.scenario import Arrivals, HotEvent
 
-__all__ = ["DEFAULT_OPS", "DEFAULT_SIZE_QUANTILES", "GenerationPlan", "write_events"]
+__all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
+           "format_for_path", "write_events"]
 
-# A chat-history service mostly reads history; used when the profile has no operations.
-DEFAULT_OPS = {"read": 0.9, "write": 0.1}
 # Typical chat message bytes; used when the profile has no size quantiles.
 DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
 DEFAULT_USERS = 10_000_000
@@ -47,6 +47,7 @@ class GenerationPlan:
     n_users: int = DEFAULT_USERS
     key_type: str = "int64"
     chunk_rows: int = CHUNK_ROWS
+    notes: tuple[str, ...] = ()  # things the user should know about this plan (not errors)
 
     @property
     def n_chunks(self) -> int:
@@ -125,11 +126,15 @@ def _chunks(plan: GenerationPlan, workers: int):
         pending = {}
         ahead = 2 * workers
         next_submit = 0
-        for c in range(plan.n_chunks):
-            while next_submit < plan.n_chunks and next_submit < c + ahead:
-                pending[next_submit] = pool.submit(make_chunk, plan, next_submit)
-                next_submit += 1
-            yield pending.pop(c).result()
+        try:
+            for c in range(plan.n_chunks):
+                while next_submit < plan.n_chunks and next_submit < c + ahead:
+                    pending[next_submit] = pool.submit(make_chunk, plan, next_submit)
+                    next_submit += 1
+                yield pending.pop(c).result()
+        finally:  # interrupted: do not make the chunks nobody will write
+            for future in pending.values():
+                future.cancel()
 
 
 def _jsonl_lines(table) -> bytes:
@@ -172,6 +177,71 @@ def _open_writer(fmt: str, sink, first_table):
         writer = pacsv.CSVWriter(sink, first_table.schema)
         return writer.write_table, writer.close
     return (lambda t: sink.write(_jsonl_lines(t))), (lambda: None)
+
+
+def format_for_path(output: str, fmt: str | None = None) -> str:
+    """The output format: ``fmt`` when given, else from the file name (csv, jsonl, parquet)."""
+    if fmt:
+        if fmt not in FORMATS:
+            raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+        return fmt
+    name = output.lower()
+    if output == "-" or name.endswith(".csv"):
+        return "csv"
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    return "parquet"
+
+
+SIZE_SAMPLE_ROWS = 1 << 16
+SIZE_MARGIN = 1.2  # the sample's bytes/row, plus 20% for less compressible later chunks
+
+
+def estimate_output_bytes(plan: GenerationPlan, fmt: str) -> float:
+    """Bytes ``plan`` will take on disk in ``fmt``, from encoding a 65,536-row sample.
+
+    The sample is the first rows of the real run (same plan, smaller chunk), so its key mix,
+    sizes and timestamps are the run's; times ``SIZE_MARGIN`` for safety.
+    """
+    import dataclasses
+    import io
+
+    rows = min(plan.events, SIZE_SAMPLE_ROWS)
+    sample = make_chunk(dataclasses.replace(plan, events=rows, chunk_rows=rows), 0)
+    buffer = io.BytesIO()
+    write, close = _open_writer(fmt, buffer, sample)
+    write(sample)
+    close()
+    return buffer.tell() / rows * plan.events * SIZE_MARGIN
+
+
+def check_disk_space(plan: GenerationPlan, output: str, fmt: str) -> float:
+    """Refuse a run whose output cannot fit on the disk of ``output``; returns the estimate.
+
+    Raises
+    ------
+    InputError
+        The estimated size exceeds the free space, naming both.
+    """
+    import os
+    import shutil
+
+    need = estimate_output_bytes(plan, fmt)
+    directory = os.path.dirname(os.path.abspath(output))
+    free = shutil.disk_usage(directory).free
+    if need > free:
+        raise InputError(f"{plan.events:,} events need about {_human_bytes(need)} as {fmt}, but "
+                         f"{directory} has {_human_bytes(free)} free: generate fewer events, or "
+                         "write to a larger disk")
+    return need
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:,.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
 
 
 def write_events(plan: GenerationPlan, output: str, *, fmt: str, workers: int = 1,

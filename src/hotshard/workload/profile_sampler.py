@@ -88,7 +88,9 @@ def tail_classes(dist: KeyDistribution, tail: str = "power_law") -> tuple[NDArra
         law_keys = n_tail - int(below_keys.sum())
         ceiling = (dist.head_counts.min() if dist.head_counts.size else
                    max(float(model.values.max(initial=0)), float(model.bin_hi.max(initial=0))))
-        law_counts, law_k = _law_classes(pl, max(law_keys, 0), ceiling / count_scale)
+        # the law lives on unscaled counts, truncated where the (unscaled) head begins
+        head_scale = float(pl.get("head_scale", count_scale))
+        law_counts, law_k = _law_classes(pl, max(law_keys, 0), ceiling / head_scale)
         counts = np.concatenate([below_counts, law_counts * count_scale])
         keys = np.concatenate([below_keys, law_k])
     keep = keys > 0

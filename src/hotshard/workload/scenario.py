@@ -35,6 +35,19 @@ def parse_duration(text: str | float) -> float:
     return value
 
 
+def format_duration(seconds: float) -> str:
+    """Seconds as the shortest exact-ish duration a person reads: 45s, 10m, 5m33s, 2h, 1h30m."""
+    total = int(round(seconds))
+    if total < 60:
+        return f"{seconds:.3g}s" if total < 10 else f"{total}s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if total >= size:
+            parts.append(f"{total // size}{unit}")
+            total %= size
+    return "".join(parts[:2])
+
+
 @dataclass(frozen=True)
 class HotEvent:
     """During [start, end) seconds into the run, ``share`` of all traffic goes to ``key``."""
@@ -53,18 +66,19 @@ def parse_event(spec: str) -> HotEvent:
     """KEY:SHARE:START:END, e.g. ``4711:0.4:10m:40m`` (SHARE may be a percentage)."""
     parts = spec.rsplit(":", 3)
     if len(parts) != 4 or not parts[0]:
-        raise InputError(f"--event must be KEY:SHARE:START:END (e.g. 4711:0.4:10m:40m), "
+        raise InputError(f"an event must be KEY:SHARE:START:END (e.g. 4711:0.4:10m:40m), "
                          f"got {spec!r}")
     key, share_text, start, end = parts
     try:
         share = float(share_text.rstrip("%")) / (100.0 if share_text.endswith("%") else 1.0)
     except ValueError:
-        raise InputError(f"--event share must be a number in (0, 1], got {share_text!r}") from None
+        raise InputError(f"an event's share must be a number in (0, 1], got {share_text!r}") \
+            from None
     if not 0.0 < share <= 1.0:
-        raise InputError(f"--event share must be in (0, 1], got {share_text!r}")
+        raise InputError(f"an event's share must be in (0, 1], got {share_text!r}")
     t0, t1 = parse_duration(start), parse_duration(end)
     if t1 <= t0:
-        raise InputError(f"--event must end after it starts, got {start}..{end}")
+        raise InputError(f"an event must end after it starts, got {start}..{end}")
     return HotEvent(key, share, t0, t1)
 
 
@@ -104,6 +118,10 @@ class Arrivals:
             if np.max(np.abs(step)) < 1e-7:
                 break
         return t
+
+    def seconds_for(self, events: int) -> float:
+        """When the run of ``events`` events ends (the expected time of the last one)."""
+        return float(self.times(np.array([max(events - 1, 0)]), np.array([1.0]))[0])
 
     def describe(self) -> dict:
         return {"rate": self.rate, "diurnal_amplitude": self.diurnal_amplitude}

@@ -1,0 +1,117 @@
+"""The ``hotshard`` command: one subcommand per capability, each a thin shell over the library.
+
+Only this package prints for the user or exits. A user mistake (``HotshardError`` or a bad
+option) becomes one line ``hotshard: error: ...`` and exit status 2, never a traceback.
+Each command group lives in its own module, imported only when its command runs (pip's
+``commands/__init__.py`` does the same), so ``hotshard --help`` pays for nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import signal
+import sys
+
+import click
+
+from hotshard import __version__
+from hotshard.errors import HotshardError
+
+__all__ = ["cli", "main"]
+
+# command name -> (module, function, one-line summary shown by `hotshard --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "fit": ("hotshard.cli.fit", "fit",
+            "Fit a discrete power law to a tail of counts (CSN 2009)."),
+    "profile": ("hotshard.cli.profile", "profile",
+                "Count requests per key into a privacy-safe profile."),
+    "inspect": ("hotshard.cli.profile", "inspect",
+                "Summarise a profile: hot keys' shares, tail fit, warnings."),
+    "generate": ("hotshard.cli.generate", "generate",
+                 "Synthetic chat messages from a profile or a classic law."),
+    "shard": ("hotshard.cli.shards", "shard",
+              "Each key's shard (slot, token, hash) as the store places it."),
+    "predict": ("hotshard.cli.shards", "predict",
+                "Each shard's share of load (and CPU) from a profile."),
+    "demo": ("hotshard.cli.demo", "demo",
+             "The whole story on embedded defaults (no files needed)."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use; the listing needs no import."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, summary) for name, (_, _, summary) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hotshard")
+def cli() -> None:
+    """hotshard: make load tests of partitioned stores tell the truth about hot keys.
+
+    Uniform synthetic keys spread load perfectly over every shard, so a load test built on them
+    measures a system that cannot occur in production, where a few keys carry much of the
+    traffic and one shard runs hot. hotshard profiles the real key distribution (counts only),
+    fits its tail, and drives tests and predictions from it.
+    """
+
+
+# click >= 8.2 raises this for a bare `hotshard` when not in standalone mode
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C so atomic writers remove their temporary files."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread (embedded): leave signals be
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        rv = cli.main(args=argv, prog_name="hotshard", standalone_mode=False)
+    except HotshardError as exc:
+        click.echo(f"hotshard: error: {exc}", err=True)
+        return 2
+    except _NO_ARGS_IS_HELP as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        return 2
+    except click.UsageError as exc:
+        hint = f" (see 'hotshard {exc.ctx.command_path.split(' ', 1)[1]} --help')" if (
+            exc.ctx and " " in exc.ctx.command_path) else " (see 'hotshard --help')"
+        click.echo(f"hotshard: error: {exc.format_message()}{hint}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"hotshard: error: {exc.format_message()}", err=True)
+        return 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("hotshard: interrupted; nothing was written", err=True)
+        return 130
+    except Terminated:
+        click.echo("hotshard: terminated; nothing was written", err=True)
+        return 143
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (| head): not an error
+        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return rv if isinstance(rv, int) else 0

@@ -1,0 +1,142 @@
+"""Option types and shared options of the command line, in one place (Locust's
+``argument_parser.py`` habit): values are checked as they are parsed, so commands get clean ones.
+
+Nothing here imports numpy or the library's numeric modules: ``--help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import click
+
+from hotshard.profile import ALTERNATIVE_NAMES
+from hotshard.shards import KEY_TYPE_RULE, PARTITIONERS
+
+PARTITIONER_CHOICE = click.Choice(PARTITIONERS)
+KEY_TYPE_CHOICE = click.Choice(["text", "bigint"])
+
+
+class AlternativeList(click.ParamType):
+    """Comma-separated alternatives for --compare, checked when parsed."""
+
+    name = "LIST"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        names = tuple(v.strip() for v in str(value).split(",") if v.strip())
+        for n in names:
+            if n not in ALTERNATIVE_NAMES:
+                self.fail(f"unknown alternative {n!r}; choose from {', '.join(ALTERNATIVE_NAMES)}",
+                          param, ctx)
+        if not names:
+            self.fail("give at least one alternative", param, ctx)
+        return names
+
+
+class Count(click.ParamType):
+    """A positive count written as 2000000, 2e9 or 2_000_000."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(str(value).replace("_", ""))
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not number.is_integer() or number <= 0:
+            self.fail(f"must be a whole number > 0, got {value!r}", param, ctx)
+        return int(number)
+
+
+class Seconds(click.ParamType):
+    """A duration: 90, 90s, 15m, 2h, 1d."""
+
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        from hotshard.errors import HotshardError
+        from hotshard.workload.scenario import parse_duration
+
+        try:
+            seconds = parse_duration(value)
+        except HotshardError as exc:
+            self.fail(str(exc), param, ctx)
+        if seconds <= 0:
+            self.fail("must be > 0", param, ctx)
+        return seconds
+
+
+class HotEventSpec(click.ParamType):
+    """KEY:SHARE:START:END, parsed by the library's ``parse_event`` as it is read."""
+
+    name = "KEY:SHARE:START:END"
+
+    def convert(self, value, param, ctx):
+        from hotshard.errors import HotshardError
+        from hotshard.workload.scenario import HotEvent, parse_event
+
+        if isinstance(value, HotEvent):
+            return value
+        try:
+            return parse_event(value)
+        except HotshardError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class SplitSpec(click.ParamType):
+    """K:S, e.g. 10:8 (the top K keys each split into S sub-partitions)."""
+
+    name = "K:S"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            k, s = (int(x) for x in str(value).split(":"))
+        except ValueError:
+            self.fail(f"expected K:S such as 10:8, got {value!r}", param, ctx)
+        if k < 1 or s < 2:
+            self.fail(f"K must be >= 1 and S >= 2, got {value!r}", param, ctx)
+        return k, s
+
+
+def partitioner_options(func):
+    """Options shared by `shard`, `predict` (and the placement half of `profile`)."""
+    opts = [
+        click.option("--key-type", type=KEY_TYPE_CHOICE,
+                     help="How the store types the key [default: by the key-type rule below]."),
+        click.option("--num-tokens", type=click.IntRange(min=1), default=16, show_default=True,
+                     help="Cassandra vnodes per node."),
+        click.option("--ring-seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of Cassandra's random token allocation."),
+        click.option("--ring-file", metavar="FILE",
+                     help="Cassandra ring: 'token node' lines (e.g. from nodetool ring)."),
+        click.option("--slots-map", metavar="FILE",
+                     help="Redis CLUSTER SLOTS dump: JSON or 'start end node' lines."),
+        click.option("--routing-shards", type=click.IntRange(min=1),
+                     help="Elasticsearch number_of_routing_shards (clusters before 9.4)."),
+        click.option("--map", "map_file", metavar="FILE",
+                     help="Explicit key,shard table for --partitioner map."),
+        click.option("--chunks", "chunks_file", metavar="FILE",
+                     help="MongoDB chunk ranges: 'min max shard' lines (MinKey/MaxKey ends)."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def partitioner_layout(num_tokens, ring_seed, ring_file, slots_map, routing_shards, map_file,
+                       chunks_file) -> dict:
+    """The partitioner options as keyword arguments of ``make_partitioner``."""
+    return {"num_tokens": num_tokens, "ring_seed": ring_seed, "ring_file": ring_file,
+            "slots_map": slots_map, "routing_shards": routing_shards, "map_file": map_file,
+            "chunks_file": chunks_file}
+
+
+__all__ = ["KEY_TYPE_RULE", "PARTITIONER_CHOICE", "AlternativeList", "Count", "HotEventSpec",
+           "Seconds",
+           "SplitSpec", "partitioner_layout", "partitioner_options"]

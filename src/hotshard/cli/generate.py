@@ -1,0 +1,125 @@
+"""`hotshard generate`: synthetic chat messages from a profile or a classic distribution."""
+
+from __future__ import annotations
+
+import click
+
+from hotshard.cli._console import RowsBar, warn
+from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Seconds
+
+
+@click.command()
+@click.argument("args", nargs=-1, metavar="[PROFILE] | --verify PROFILE OUT")
+@click.option("--dist", metavar="SPEC",
+              help="Classic distribution instead of a profile: uniform:N, zipf:S:N, "
+                   "hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], scrambled_zipfian:N.")
+@click.option("--events", type=Count(), help="Messages to generate (e.g. 2e9).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed: same seed, same bytes, whatever --workers.")
+@click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]),
+              help="Output format [default: from OUT's extension, else parquet].")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Threads generating chunks ahead of the writer (GIL-free kernels).")
+@click.option("--keys", type=Count(),
+              help="Scale the profile to this many distinct keys. Head keys keep their IDs and "
+                   "shares (the hot channels stay hot) and the tail keeps its share of events, "
+                   "spread over more, rarer keys (see --key-scaling).")
+@click.option("--key-scaling", type=click.Choice(["dilute", "extend"]), default="dilute",
+              show_default=True,
+              help="How --keys grows the tail: dilute keeps every share (above); extend adds "
+                   "keys as popular as the old tail keys, so the tail's share grows and the "
+                   "head's shrinks.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="R",
+              help="Mean messages per second [default: the profile's, else 3000].")
+@click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
+              "sets --events.")
+@click.option("--tail", type=click.Choice(["power_law", "histogram"]), default="power_law",
+              show_default=True, help="Tail model: the fitted law or the exact histogram.")
+@click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
+              help="A big event: SHARE of all traffic goes to KEY between START and END "
+                   "(e.g. 4711:0.4:10m:40m), times from the start of the run, which must "
+                   "reach START. Repeatable.")
+@click.option("--diurnal", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+              show_default=True, help="Amplitude of a daily rate curve (0 = constant rate).")
+@click.option("--start", type=click.DateTime(), help="Time of the first message (UTC) "
+              "[default: 2026-01-01].")
+@click.option("--users", type=Count(), default=10_000_000, show_default=True,
+              help="Distinct synthetic user IDs.")
+@click.option("--partitioner", "follow_name", type=PARTITIONER_CHOICE,
+              help="Name synthetic tail keys so each shard gets the tail share the profile "
+                   "recorded for this store (profile made with --partitioner).")
+@click.option("--shards", "follow_shards", type=click.IntRange(min=1),
+              help="Shard count for --partitioner.")
+@click.option("--verify", is_flag=True,
+              help="Check OUT against PROFILE instead of generating (head shares, tail); give "
+                   "the same --keys/--key-scaling/--tail the file was generated with.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
+             tail, hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):
+    """Generate synthetic chat messages from a profile (or a classic distribution).
+
+    Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
+    the profile's tail. Columns: timestamp, channel_id, message_id (time-ordered), user_id,
+    size, op. Output is streamed in chunks (constant memory at any --events) and seeded by
+    chunk index, so it is byte-identical for any --workers. The size of the output is
+    estimated first, and a run the disk cannot hold is refused.
+
+    \b
+    Examples:
+      hotshard generate profile.json --events 1e7 --seed 1 -o events.parquet
+      hotshard generate profile.json --keys 1e9 --rate 3000 --duration 1h -o big.parquet
+      hotshard generate --dist zipf:0.99:1e6 --events 1e6 -o zipf.parquet
+      hotshard generate profile.json --events 1e7 --event 4711:0.4:10m:40m -o event.parquet
+      hotshard generate --verify profile.json events.parquet
+    """
+    from hotshard.profile.model import Profile
+
+    if verify:
+        if len(args) != 2:
+            raise click.UsageError("--verify takes PROFILE OUT")
+        from hotshard.render import verify_summary
+        from hotshard.workload.generate import verify_file
+
+        prof = Profile.load(args[0])
+        if keys is not None:
+            prof = prof.scaled(keys=keys, key_scaling=key_scaling)
+        report = verify_file(prof, args[1], tail=tail)
+        click.echo(verify_summary(report, args[1]))
+        if not report.passed:
+            raise click.exceptions.Exit(1)
+        return
+    if len(args) > 1:
+        raise click.UsageError("give at most one PROFILE")
+    if not output:
+        raise click.UsageError("say where to write: -o OUT (or -o - for stdout)")
+    if follow_name and not (args and follow_shards):
+        raise click.UsageError("--partitioner P --shards N follows a PROFILE's placement")
+    from datetime import UTC
+
+    from hotshard._atomic import check_writable
+    from hotshard.workload.generate import plan_workload
+    from hotshard.workload.messages import check_disk_space, format_for_path, write_events
+
+    out_fmt = format_for_path(output, fmt)
+    if output != "-":
+        check_writable(output)
+    prof = Profile.load(args[0]) if args else None
+    follow = None
+    if follow_name:
+        from hotshard.shards.partitioners import recorded_partitioner
+
+        follow = recorded_partitioner(prof.placement, follow_name, follow_shards)
+    plan = plan_workload(
+        profile=prof, dist=dist, events=events, seed=seed,
+        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling, tail=tail,
+        hot_events=tuple(hot_events), diurnal=diurnal,
+        start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow)
+    for message in plan.notes:
+        warn(message)
+    if output != "-":
+        check_disk_space(plan, output, out_fmt)
+    with RowsBar(not quiet and output != "-", plan.events) as bar:
+        written = write_events(plan, output, fmt=out_fmt, workers=workers, progress=bar)
+    if output != "-":
+        click.echo(f"wrote {output}: {written:,} messages ({out_fmt}, seed {seed})", err=True)
