@@ -28,7 +28,34 @@ def rng() -> np.random.Generator:
 
 
 def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None):
-    """Run `python -m hotshard ARGS` as a user would; returns the CompletedProcess."""
+    """Run `hotshard ARGS` in this process (click's CliRunner isolation), as a user would.
+
+    Returns a CompletedProcess (returncode, stdout, stderr) like ``run_cli_subprocess``; the
+    entry point is the same ``hotshard.cli.main`` the installed command calls, so error
+    handling and exit codes are the real ones, without paying a new interpreter per call.
+    """
+    from click.testing import CliRunner
+
+    from hotshard.cli import main
+
+    previous = Path.cwd()
+    runner = CliRunner()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with runner.isolation(input=stdin) as streams:
+            code = main(list(args))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out, err = streams[0].getvalue(), streams[1].getvalue()
+    finally:
+        os.chdir(previous)
+    return subprocess.CompletedProcess(["hotshard", *args], code, out.decode(errors="replace"),
+                                       err.decode(errors="replace"))
+
+
+def run_cli_subprocess(*args: str, stdin: str | None = None, cwd: Path | None = None):
+    """Run `python -m hotshard ARGS` in a new process: for signals, exit codes, installs."""
     return subprocess.run(
         [sys.executable, "-m", "hotshard", *args],
         input=stdin,
