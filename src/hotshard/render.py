@@ -41,6 +41,10 @@ def fit_summary(fit: PowerLawFit, source: str) -> str:
             f"  vs {c.alternative:<17} R = {c.R:+.3f} (normalised {c.normalized_R:+.3f}), "
             f"p = {c.p_value:.3f}: {_verdict(c)}"
         )
+        if c.degenerate:  # the best "lognormal" is a power law: no (mu, sigma) to show
+            lines.append(f"    note: {c.note}")
+        else:
+            lines.append("    fitted " + ", ".join(f"{k} {v:.4g}" for k, v in c.parameters.items()))
     if fit.n_tail < 50:
         lines.append(f"  warning: only {fit.n_tail} tail observations; alpha is uncertain")
     return "\n".join(lines)

@@ -77,6 +77,11 @@ class Comparison:
     ``R`` > 0 favours the power law. ``normalized_R`` is R / (sigma sqrt(n)); ``p_value`` is the
     probability of a |normalized R| this large if both fit equally well (for the nested
     truncated power law, the chi-square test of CSN Appendix C instead).
+
+    ``degenerate`` is set when the alternative's best fit is not a member of its family but its
+    power-law limit (a lognormal with mu -> -inf, sigma -> inf): ``parameters`` then holds the
+    limit's exponent (``limit_alpha``), not a (mu, sigma), ``note`` says so, and the test can at
+    most favour the power law, never the "alternative", which is itself a power law.
     """
 
     alternative: str
@@ -85,12 +90,16 @@ class Comparison:
     p_value: float
     parameters: dict[str, float]
     nested: bool
+    degenerate: bool = False
+    note: str | None = None
 
     @property
     def favours(self) -> str:
         if self.p_value > 0.1:
             return "neither"
-        return "power_law" if self.R > 0 else self.alternative
+        if self.R > 0:
+            return "power_law"
+        return "neither" if self.degenerate else self.alternative
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,8 @@ class PowerLawFit:
                     "favours": c.favours,
                     "nested": c.nested,
                     "parameters": c.parameters,
+                    "degenerate": c.degenerate,
+                    **({"note": c.note} if c.note else {}),
                 }
                 for c in self.comparisons
             }
