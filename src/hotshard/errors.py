@@ -7,7 +7,7 @@ nearest builtin so library callers can catch them the usual way.
 
 from __future__ import annotations
 
-__all__ = ["FitError", "HotshardError", "InputError", "ObservationsError"]
+__all__ = ["FitError", "HotshardError", "InputError", "ObservationsError", "ProfileError"]
 
 
 class HotshardError(Exception):
@@ -20,6 +20,10 @@ class InputError(HotshardError, ValueError):
 
 class FitError(HotshardError, ValueError):
     """The data cannot support the requested fit (too few tail points, all values equal...)."""
+
+
+class ProfileError(HotshardError, ValueError):
+    """A profile file is malformed or inconsistent; the message names the field."""
 
 
 class ObservationsError(HotshardError, ValueError):

@@ -145,7 +145,7 @@ def test_tail_keys_follow_the_recorded_placement(tmp_path):
     kafka = make_partitioner("kafka", 16, key_type="bigint")
     prof = count_profile([str(shared("traces", "web12.parquet"))], key="key",
                          placements=[kafka])
-    recorded = np.asarray(prof.placement["kafka/16"]["tail_events_by_shard"], dtype=float)
+    recorded = np.asarray(prof.placement["kafka/16"].tail_events_by_shard, dtype=float)
     recorded /= recorded.sum()
     n = 400_000
     plan = plan_workload(profile=prof, dist=None, events=n, seed=8, follow=kafka)

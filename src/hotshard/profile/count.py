@@ -21,6 +21,7 @@ import numpy as np
 
 from hotshard.errors import FitError, InputError
 from hotshard.profile.model import KeyDistribution, Profile, bin_tail
+from hotshard.profile.placement import PlacementRecord, Placer
 
 __all__ = ["ENGINES", "RawCounts", "build_profile", "count_profile", "resolve_inputs"]
 
@@ -49,7 +50,7 @@ class RawCounts:
     size_quantiles: dict[str, float] | None = None
     second_counts: tuple[np.ndarray, np.ndarray] | None = None  # (events in a second, seconds)
     window: tuple[float, float] | None = None  # first and last second (epoch)
-    placement: dict[str, dict] = field(default_factory=dict)
+    placement: dict[str, PlacementRecord] = field(default_factory=dict)
 
 
 def _fmt_of(path: str) -> str:
@@ -286,30 +287,24 @@ def run_with_progress(work: Callable[[], object], poll: Callable[[], float | Non
     return box["value"]
 
 
-def accumulate_placement(batches, head_keys: Sequence[str], partitioners) -> dict[str, dict]:
-    """Tail events per shard for each partitioner, from (keys as text, counts) batches.
+def accumulate_placement(batches, head_keys: Sequence[str],
+                         placers: Sequence[Placer]) -> dict[str, PlacementRecord]:
+    """Tail events per shard for each placer, from (keys as text, counts) batches.
 
     Keys are hashed in this process and dropped: only per-shard totals are kept.
     """
-    from hotshard.shards.partitioners import ring_fingerprint, spec_of
-
     head = set(head_keys)
-    totals = {spec_of(p): np.zeros(p.n_shards) for p in partitioners}
+    totals = {p.spec: np.zeros(p.n_shards) for p in placers}
     for keys, counts in batches:
         keep = np.fromiter((k not in head for k in keys), dtype=bool, count=len(keys))
         if not keep.any():
             continue
         tail_keys = [k for k, flag in zip(keys, keep, strict=True) if flag]
         tail_counts = np.asarray(counts, dtype=np.float64)[keep]
-        for p in partitioners:
-            totals[spec_of(p)] += np.bincount(p.shard_of(tail_keys), weights=tail_counts,
-                                              minlength=p.n_shards)
-    return {
-        spec_of(p): {"tail_events_by_shard": [int(round(v)) for v in totals[spec_of(p)]],
-                     "fingerprint": ring_fingerprint(p),
-                     "key_type": getattr(p, "key_type", "text")}
-        for p in partitioners
-    }
+        for p in placers:
+            totals[p.spec] += np.bincount(p.shard_of(tail_keys), weights=tail_counts,
+                                          minlength=p.n_shards)
+    return {p.spec: PlacementRecord.of(p, totals[p.spec]) for p in placers}
 
 
 def key_column_is_integer(inputs: Sequence[str], key: str) -> bool:

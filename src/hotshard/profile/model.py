@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hotshard.errors import HotshardError
+from hotshard.errors import ProfileError
+from hotshard.profile.placement import PlacementRecord, parse_placement
 
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
            "TailModel", "bin_tail"]
@@ -29,10 +30,6 @@ EXACT_LIMIT = 1024
 BINS_PER_DECADE = 16
 # A chat-history service mostly reads history: the mix assumed when a profile records none.
 DEFAULT_OPS = {"read": 0.9, "write": 0.1}
-
-
-class ProfileError(HotshardError, ValueError):
-    """A profile file is malformed or inconsistent; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ class Profile:
     dist: KeyDistribution
     privacy: dict[str, Any] = field(default_factory=lambda: {"min_count": 1,
                                                               "pseudonymized": False})
-    placement: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, PlacementRecord] = field(default_factory=dict)
     operations: dict[str, KeyDistribution] = field(default_factory=dict)
     sizes: dict[str, Any] | None = None
     rate: dict[str, Any] | None = None
@@ -172,7 +169,7 @@ class Profile:
         out: dict[str, Any] = {"format": FORMAT, "source": self.source, **self.dist.to_dict(),
                                "privacy": self.privacy}
         if self.placement:
-            out["placement"] = self.placement
+            out["placement"] = {spec: rec.to_dict() for spec, rec in self.placement.items()}
         if self.operations:
             out["operations"] = {op: d.to_dict() for op, d in self.operations.items()}
         if self.sizes is not None:
@@ -235,13 +232,15 @@ class Profile:
         if not isinstance(ops_doc, dict):
             raise ProfileError("operations must be an object of op -> distribution")
         operations = {str(op): _parse_dist(d, f"operations.{op}") for op, d in ops_doc.items()}
-        for name in ("sizes", "rate", "placement"):
+        for name in ("sizes", "rate"):
             if doc.get(name) is not None and not isinstance(doc[name], dict):
                 raise ProfileError(f"{name} must be an object")
-        _check_placement(doc.get("placement") or {}, dist, operations,
-                         bool(privacy.get("pseudonymized")))
+        head_sizes = {None: len(dist.head_keys),
+                      **{op: len(d.head_keys) for op, d in operations.items()}}
+        placement = parse_placement(doc.get("placement"), head_sizes,
+                                    bool(privacy.get("pseudonymized")))
         return cls(source=source, dist=dist, privacy=privacy,
-                   placement=doc.get("placement") or {}, operations=operations,
+                   placement=placement, operations=operations,
                    sizes=doc.get("sizes"), rate=doc.get("rate"))
 
     # -- scaling ----------------------------------------------------------------------------
@@ -347,27 +346,6 @@ def bin_tail(values: NDArray, keys: NDArray, power_law: dict | None) -> TailMode
 
 
 # -- parsing helpers -----------------------------------------------------------------------
-def _check_placement(placement: dict, dist: KeyDistribution,
-                     operations: dict[str, KeyDistribution], pseudonymized: bool) -> None:
-    for spec, rec in placement.items():
-        where = f"placement.{spec}"
-        if not isinstance(rec, dict):
-            raise ProfileError(f"{where} must be an object")
-        tail = rec.get("tail_events_by_shard")
-        if tail is not None:
-            _numbers(tail, f"{where}.tail_events_by_shard")
-        shards = rec.get("head_shards")
-        if shards is not None and (not isinstance(shards, list) or
-                                   len(shards) != len(dist.head_keys)):
-            raise ProfileError(f"{where}.head_shards must list one shard per head key")
-        if pseudonymized and shards is None:
-            raise ProfileError(f"{where}.head_shards is missing: a pseudonymized profile "
-                               "records every head key's shard")
-    if pseudonymized and not placement:
-        raise ProfileError("a pseudonymized profile needs placement with head_shards")
-
-
-
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 

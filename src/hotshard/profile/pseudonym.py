@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 from hotshard._files import require_file
 from hotshard.errors import InputError
 from hotshard.profile.model import KeyDistribution, Profile
+from hotshard.profile.placement import PlacementRecord, Placer
 
 __all__ = ["pseudonym", "pseudonymize", "read_secret"]
 
@@ -39,23 +41,20 @@ def _hide(dist: KeyDistribution, secret: bytes) -> KeyDistribution:
     return replace(dist, head_keys=tuple(pseudonym(secret, k) for k in dist.head_keys))
 
 
-def pseudonymize(profile: Profile, secret: bytes, partitioners) -> Profile:
-    """Replace head keys by pseudonyms, recording their shards under each partitioner."""
-    from hotshard.shards.partitioners import ring_fingerprint, spec_of
-
-    if not partitioners:
-        raise InputError("--pseudonymize needs at least one --partitioner P --shards N: "
+def pseudonymize(profile: Profile, secret: bytes, placers: Sequence[Placer]) -> Profile:
+    """Replace head keys by pseudonyms, recording their shards under each placer."""
+    if not placers:
+        raise InputError("pseudonymizing needs at least one partitioner with its shard count: "
                          "without real keys, placement must be recorded now")
-    placement = {spec: dict(rec) for spec, rec in profile.placement.items()}
-    for part in partitioners:
-        rec = placement.setdefault(spec_of(part), {"fingerprint": ring_fingerprint(part),
-                                                   "key_type": getattr(part, "key_type",
-                                                                       "text")})
-        rec["head_shards"] = part.shard_of(list(profile.head_keys)).tolist() \
-            if profile.head_keys else []
-        rec["op_head_shards"] = {
-            op: part.shard_of(list(d.head_keys)).tolist() if d.head_keys else []
-            for op, d in profile.operations.items()}
+    placement = dict(profile.placement)
+    for part in placers:
+        rec = placement.get(part.spec)
+        if rec is None or not rec.matches(part):
+            rec = PlacementRecord.of(part)
+        head = part.shard_of(list(profile.head_keys)).tolist() if profile.head_keys else []
+        by_op = {op: part.shard_of(list(d.head_keys)).tolist() if d.head_keys else []
+                 for op, d in profile.operations.items()}
+        placement[part.spec] = rec.with_head_shards(head, by_op)
     return replace(
         profile,
         dist=_hide(profile.dist, secret),

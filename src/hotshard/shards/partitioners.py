@@ -13,14 +13,15 @@ import json
 import math
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field, fields
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from hotshard._files import require_file
 from hotshard.errors import InputError
+from hotshard.profile.placement import Placer
 from hotshard.shards import PARTITIONERS, TEXT_KEYED
 from hotshard.shards import _hashes as H
 
@@ -31,15 +32,38 @@ INT64_MIN = -(2**63)
 
 
 @runtime_checkable
-class Partitioner(Protocol):
-    """Places keys on shards: ``shard_of(keys)`` -> shard index per key."""
-
-    name: str
-    n_shards: int
+class Partitioner(Placer, Protocol):
+    """Places keys on shards: ``shard_of(keys)`` -> shard index per key; ``ownership()`` the
+    share of a uniform key space each shard owns. Extends the profile layer's ``Placer``."""
 
     def shard_of(self, keys: Sequence[str]) -> NDArray[np.int64]: ...
 
     def ownership(self) -> NDArray[np.float64]: ...
+
+
+class _Named:
+    """``spec`` and ``fingerprint`` for every partitioner (the ``Placer`` protocol)."""
+
+    @property
+    def spec(self) -> str:
+        """The name a profile's placement is recorded under, e.g. ``kafka/64``."""
+        extra = ""
+        if isinstance(self, Cassandra):
+            extra = f":{self.ring_tokens.size // max(self.n_shards, 1)}t"
+        return f"{self.name}/{self.n_shards}{extra}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the exact layout (ring tokens, slot map) so a recorded one is not misused."""
+        h = hashlib.sha256(self.name.encode() + str(self.n_shards).encode())
+        own = {f.name for f in fields(self)}
+        for attr in ("ring_tokens", "ring_nodes", "slot_node", "chunk_bounds", "chunk_shard"):
+            if attr in own:
+                h.update(np.ascontiguousarray(getattr(self, attr)).tobytes())
+        for attr in ("key_type", "routing_shards"):
+            if attr in own:
+                h.update(str(getattr(self, attr)).encode())
+        return h.hexdigest()[:16]
 
 
 def _pack(blobs: list[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
@@ -126,12 +150,13 @@ def _ring_ownership(ring_tokens: NDArray, ring_nodes: NDArray, n: int, lo: float
 
 
 @dataclass(frozen=True)
-class RedisCluster:
+class RedisCluster(_Named):
     """CRC16-XMODEM(key or its {hash tag}) mod 16384 -> slot; slot -> node by slot ranges."""
 
     n_shards: int
     slot_node: NDArray[np.int64]
     name: str = "redis-cluster"
+    key_type: ClassVar[str] = "text"
 
     def slots(self, keys):
         return H.redis_slots(*encode_keys(keys, "text"))
@@ -191,7 +216,7 @@ def load_slots_map(path: str) -> tuple[NDArray[np.int64], int]:
 
 
 @dataclass(frozen=True)
-class Cassandra:
+class Cassandra(_Named):
     """Murmur3Partitioner token ring with vnodes (num_tokens per node)."""
 
     n_shards: int
@@ -248,7 +273,7 @@ def load_ring(path: str) -> tuple[NDArray, NDArray, int]:
 
 
 @dataclass(frozen=True)
-class Kafka:
+class Kafka(_Named):
     """Kafka's default partitioner for keyed records: (murmur2(key) & 0x7fffffff) % partitions."""
 
     n_shards: int
@@ -270,12 +295,13 @@ class Kafka:
 
 
 @dataclass(frozen=True)
-class Elasticsearch:
+class Elasticsearch(_Named):
     """murmur3_x86_32 of the routing value's UTF-16LE bytes; floorMod with routing shards."""
 
     n_shards: int
     routing_shards: int
     name: str = "elasticsearch"
+    key_type: ClassVar[str] = "text"
 
     def hashes(self, keys):
         return H.murmur3_x86_32(*encode_keys(keys, "utf16le"), 0)
@@ -292,7 +318,7 @@ class Elasticsearch:
 
 
 @dataclass(frozen=True)
-class MongoDB:
+class MongoDB(_Named):
     """Hashed shard key: first 8 bytes of MD5 over the BSON-typed value; chunk ranges."""
 
     n_shards: int
@@ -360,7 +386,7 @@ def _key_hash64(keys, key_type: str):
 
 
 @dataclass(frozen=True)
-class Jump:
+class Jump(_Named):
     """Jump consistent hash (Lamping & Veach 2014) of the key's 64-bit hash."""
 
     n_shards: int
@@ -375,7 +401,7 @@ class Jump:
 
 
 @dataclass(frozen=True)
-class Modulo:
+class Modulo(_Named):
     """hash(key) mod N: the integer key itself when keys are integers (id % N sharding)."""
 
     n_shards: int
@@ -393,13 +419,14 @@ class Modulo:
 
 
 @dataclass(frozen=True)
-class Ketama:
+class Ketama(_Named):
     """libketama consistent hashing: 40 MD5 digests x 4 points per server (160 vnodes)."""
 
     n_shards: int
     ring_tokens: NDArray[np.int64]
     ring_nodes: NDArray[np.int64]
     name: str = "ketama"
+    key_type: ClassVar[str] = "text"
 
     def hashes(self, keys):
         return H.md5_prefix64(*encode_keys(keys, "text")) & 0xFFFFFFFF
@@ -424,7 +451,7 @@ def ketama_ring(n: int, vnodes: int = 160) -> tuple[NDArray, NDArray]:
 
 
 @dataclass(frozen=True)
-class Rendezvous:
+class Rendezvous(_Named):
     """Highest-random-weight hashing: each key goes to the shard with the top score."""
 
     n_shards: int
@@ -448,12 +475,13 @@ class Rendezvous:
 
 
 @dataclass(frozen=True)
-class ExplicitMap:
+class ExplicitMap(_Named):
     """An explicit key -> shard table (CSV or TSV 'key,shard'); other keys are an error."""
 
     n_shards: int
     table: dict[str, int] = field(default_factory=dict)
     name: str = "map"
+    key_type: ClassVar[str] = "text"
 
     def shard_of(self, keys):
         try:
@@ -558,26 +586,6 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
     return Modulo(n, key_type)
 
 
-def spec_of(p: Partitioner) -> str:
-    """The name a profile's placement is recorded under, e.g. ``kafka/64``."""
-    extra = ""
-    if isinstance(p, Cassandra):
-        extra = f":{p.ring_tokens.size // max(p.n_shards, 1)}t"
-    return f"{p.name}/{p.n_shards}{extra}"
-
-
-def ring_fingerprint(p: Partitioner) -> str:
-    """Identifies the exact placement (ring tokens, slot map) so a recorded one is not misused."""
-    h = hashlib.sha256(p.name.encode() + str(p.n_shards).encode())
-    for attr in ("ring_tokens", "ring_nodes", "slot_node", "chunk_bounds", "chunk_shard"):
-        if hasattr(p, attr):
-            h.update(np.ascontiguousarray(getattr(p, attr)).tobytes())
-    for attr in ("key_type", "routing_shards"):
-        if hasattr(p, attr):
-            h.update(str(getattr(p, attr)).encode())
-    return h.hexdigest()[:16]
-
-
 def from_spec(spec: str, key_type: str = "text") -> Partitioner:
     """Rebuild a default-configured partitioner from its recorded name, e.g. cassandra/12:16t."""
     try:
@@ -636,4 +644,4 @@ def recorded_partitioner(placement: dict, name: str, shards: int) -> Partitioner
     if not specs:
         raise InputError(f"the profile recorded no tail placement for {wanted}: profile the "
                          f"data again with partitioner {name} and {shards} shards")
-    return from_spec(specs[0], placement[specs[0]].get("key_type", "text"))
+    return from_spec(specs[0], placement[specs[0]].key_type)

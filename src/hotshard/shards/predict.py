@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from hotshard.errors import InputError
 from hotshard.profile.model import DEFAULT_OPS, Profile
-from hotshard.shards.partitioners import Partitioner, ring_fingerprint, spec_of
+from hotshard.shards.partitioners import Partitioner
 
 __all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
 
@@ -118,10 +118,10 @@ def _read_share(profile: Profile) -> float:
 
 def tail_placement(profile: Profile, partitioner: Partitioner) -> NDArray[np.float64] | None:
     """The profile's recorded tail events per shard for exactly this partitioner, if any."""
-    rec = (profile.placement or {}).get(spec_of(partitioner))
-    if not rec or rec.get("fingerprint") != ring_fingerprint(partitioner):
+    rec = profile.placement.get(partitioner.spec)
+    if rec is None or not rec.matches(partitioner) or rec.tail_events_by_shard is None:
         return None
-    events = np.asarray(rec["tail_events_by_shard"], dtype=np.float64)
+    events = np.asarray(rec.tail_events_by_shard, dtype=np.float64)
     if events.size != partitioner.n_shards:
         return None
     return events * (profile.tail.events / events.sum()) if events.sum() > 0 else events
@@ -164,7 +164,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     top = tuple((head_keys[i], float(head_counts[i] / events)) for i in on_hot[:5])
     low, high, u_mom = _uniform_band(profile, own)
     cpu = None if rps is None else rps * shares / capacity
-    result = Prediction(spec_of(partitioner), shares, sd, top, low, high, u_mom,
+    result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
                         recorded is not None, cpu)
     if whatif is None or not whatif.active:
         return result
@@ -210,7 +210,7 @@ def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_
         head_keys + extra_keys, all_counts, all_shards, strict=True)
         if s == hot_shard and c > 0), key=lambda kv: -kv[1])[:5])
     cpu = None if rps is None else rps * shares / capacity
-    return Prediction(spec_of(partitioner), shares, sd, top, *band,
+    return Prediction(partitioner.spec, shares, sd, top, *band,
                       tail_exact=False, cpu=cpu)
 
 
@@ -228,11 +228,11 @@ def _head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str
     """Head keys' shards: hashed, or as recorded when the keys are pseudonyms."""
     if not profile.privacy.get("pseudonymized"):
         return partitioner.shard_of(head_keys) if head_keys else np.zeros(0, dtype=np.int64)
-    spec = spec_of(partitioner)
+    spec = partitioner.spec
     rec = profile.placement.get(spec)
-    if not rec or rec.get("fingerprint") != ring_fingerprint(partitioner):
-        recorded = ", ".join(s for s, r in profile.placement.items() if "head_shards" in r)
+    if rec is None or not rec.matches(partitioner) or rec.head_shards is None:
+        recorded = ", ".join(s for s, r in profile.placement.items() if r.head_shards)
         raise InputError(f"this profile is pseudonymized: its head keys can only be placed as "
-                         f"recorded ({recorded}), not on {spec}; profile again with "
-                         f"--partitioner for that store")
-    return np.asarray(rec["head_shards"], dtype=np.int64)
+                         f"recorded ({recorded}), not on {spec}; profile the data again with "
+                         "that store's partitioner")
+    return np.asarray(rec.head_shards, dtype=np.int64)

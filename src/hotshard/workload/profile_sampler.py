@@ -225,15 +225,13 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
 
 
 def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
-    from hotshard.shards.partitioners import ring_fingerprint, spec_of
-
-    spec = spec_of(follow)
+    spec = follow.spec
     rec = profile.placement.get(spec)
-    if not rec or rec.get("fingerprint") != ring_fingerprint(follow) \
-            or "tail_events_by_shard" not in rec:
-        raise InputError(f"the profile recorded no tail placement for {spec}: profile again "
-                         f"with --partitioner {follow.name} --shards {follow.n_shards}")
-    targets = np.asarray(rec["tail_events_by_shard"], dtype=np.float64)
+    if rec is None or not rec.matches(follow) or rec.tail_events_by_shard is None:
+        raise InputError(f"the profile recorded no tail placement for {spec}: profile the "
+                         f"data again with partitioner {follow.name} and {follow.n_shards} "
+                         "shards")
+    targets = np.asarray(rec.tail_events_by_shard, dtype=np.float64)
     taken = set(head_ids)
     if key_type == "int64":
         def names(idx):
@@ -248,16 +246,16 @@ def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
 
 def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):
     """Stand-in head keys landing where the real ones did, under the recorded partitioner."""
-    from hotshard.shards.partitioners import from_spec, ring_fingerprint, stand_in_keys
+    from hotshard.shards.partitioners import from_spec, stand_in_keys
 
     for spec, rec in profile.placement.items():
-        if "head_shards" not in rec:
+        if rec.head_shards is None:
             continue
-        part = from_spec(spec, rec.get("key_type", "text"))
-        if ring_fingerprint(part) != rec.get("fingerprint"):
+        part = from_spec(spec, rec.key_type)
+        if part.fingerprint != rec.fingerprint:
             continue  # recorded with a custom ring or slot map: cannot be rebuilt from the spec
-        shards = rec["head_shards"] if op is None else rec.get("op_head_shards", {}).get(op, [])
-        integer = rec.get("key_type") == "bigint"
+        shards = rec.head_shards if op is None else rec.op_head_shards.get(op, ())
+        integer = rec.key_type == "bigint"
         keys = stand_in_keys(list(dist.head_keys), shards, part, integer)
         return tuple(keys), "int64" if integer else "string"
     raise InputError("this pseudonymized profile records no placement that can be rebuilt "

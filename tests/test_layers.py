@@ -1,0 +1,100 @@
+"""Packages depend downward only (shared/DESIGN.md), checked from every module's imports.
+
+Every import counts, including the ones inside functions (lazy imports are still
+dependencies). Packages of the same layer may use each other one way, never both ways.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "hotshard"
+
+# bottom to top; a package may import its own layer (one way) and any layer below it
+LAYERS = [
+    {"errors", "observations", "_atomic", "_files", "__init__"},
+    {"profile"},
+    {"shards", "workload"},
+    {"sim", "cluster"},
+    {"drive", "service"},
+    {"diagnose", "report", "render", "demo"},
+    {"cli"},
+    {"__main__"},
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _package_of(path: Path) -> str:
+    return path.relative_to(SRC).parts[0].removesuffix(".py")
+
+
+def _is_package(name: str) -> bool:
+    return (SRC / name).is_dir() or (SRC / f"{name}.py").is_file()
+
+
+def _imports(path: Path, text: str | None = None) -> list[tuple[str, int]]:
+    """(hotshard top-level package imported, line) for every import in ``path`` (or in
+    ``text`` read as though it were that module)."""
+    tree = ast.parse(path.read_text() if text is None else text, filename=str(path))
+    here = path.relative_to(SRC).with_suffix("").parts
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = list(here[:-node.level])  # a module's and an __init__'s alike
+                module = ".".join(["hotshard", *base, *([node.module] if node.module else [])])
+                names = [module]
+            elif node.module:
+                names = [node.module]
+                if node.module == "hotshard":
+                    names = [f"hotshard.{a.name}" for a in node.names]
+        for name in names:
+            bits = name.split(".")
+            if bits[0] == "hotshard" and len(bits) > 1 and _is_package(bits[1]):
+                found.append((bits[1], node.lineno))
+    return found
+
+
+def _edges() -> dict[tuple[str, str], str]:
+    edges = {}
+    for path in sorted(SRC.rglob("*.py")):
+        src = _package_of(path)
+        for dst, line in _imports(path):
+            if dst != src:
+                edges.setdefault((src, dst), f"{path.relative_to(SRC.parent)}:{line}")
+    return edges
+
+
+def test_every_package_has_a_layer():
+    packages = {_package_of(p) for p in SRC.rglob("*.py")}
+    assert packages <= set(RANK), f"add to LAYERS: {sorted(packages - set(RANK))}"
+
+
+def test_no_import_runs_up_the_layers():
+    upward = [f"{where}: {a} imports {b}" for (a, b), where in _edges().items()
+              if RANK.get(a, 99) < RANK.get(b, 99)]
+    assert not upward, "imports against shared/DESIGN.md's layers:\n" + "\n".join(upward)
+
+
+def test_no_two_packages_import_each_other():
+    edges = _edges()
+    mutual = [f"{edges[(a, b)]} and {edges[(b, a)]}" for (a, b) in edges
+              if (b, a) in edges and a < b]
+    assert not mutual, "packages importing each other:\n" + "\n".join(mutual)
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    ("from hotshard.shards.partitioners import make_partitioner\n", "shards"),
+    ("def f():\n    import hotshard.cli\n", "cli"),
+    ("from hotshard import shards\n", "shards"),
+    ("from ..shards import partitioners\n", "shards"),
+])
+def test_the_checker_sees_imports_in_any_form(source, target):
+    as_if = SRC / "profile" / "probe.py"  # read as a module of the profile package
+    assert [dst for dst, _ in _imports(as_if, source)] == [target]
