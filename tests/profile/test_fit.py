@@ -142,7 +142,7 @@ def test_all_values_equal_is_a_fit_error():
 def test_too_few_tail_points_is_a_fit_error():
     with pytest.raises(FitError, match="too few"):
         fit_power_law([1, 2, 3, 4, 5])
-    with pytest.raises(FitError, match="choose a smaller --xmin"):
+    with pytest.raises(FitError, match="choose a smaller xmin"):
         fit_power_law(np.arange(1, 100), xmin=95)
 
 

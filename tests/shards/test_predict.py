@@ -100,7 +100,7 @@ def test_whatifs_cool_the_hot_shard(recorded):
 
 
 def test_bad_whatifs():
-    with pytest.raises(InputError, match="--replicas"):
+    with pytest.raises(InputError, match="replicas must be"):
         WhatIf(replicas=0)
-    with pytest.raises(InputError, match="--cache-hit"):
+    with pytest.raises(InputError, match=r"cache_hit must be a fraction in \[0, 1\], got 1.5"):
         WhatIf(cache_hit=1.5)

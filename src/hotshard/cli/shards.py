@@ -15,6 +15,15 @@ from hotshard.cli._options import (
 )
 
 
+def _need_shard_count(partitioner, shards, layout) -> None:
+    """Stores whose layout comes from a file know their shard count; the others need -n."""
+    from_file = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
+                 "mongodb": "chunks_file"}
+    if shards is None and not layout.get(from_file.get(partitioner, ""), None):
+        raise click.UsageError(f"say how many shards: --shards N (the {partitioner} "
+                               "partitioner needs it)")
+
+
 @click.command(epilog=KEY_TYPE_RULE)
 @click.argument("keys", nargs=-1, required=True, metavar="KEY...")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, required=True,
@@ -37,6 +46,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
     from hotshard.shards import keys_look_integer, resolve_key_type
     from hotshard.shards.partitioners import make_partitioner
 
+    _need_shard_count(partitioner, shards, layout)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=keys_look_integer(keys))
     part = make_partitioner(partitioner, shards, key_type=chosen,
                             **partitioner_layout(**layout))
@@ -94,6 +104,9 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.shards.predict import WhatIf
     from hotshard.shards.predict import predict as run_predict
 
+    _need_shard_count(partitioner, shards, layout)
+    if (rps is None) != (capacity is None):
+        raise click.UsageError("--rps and --capacity go together (CPU = rps x share / capacity)")
     prof = Profile.load(profile_path)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=prof.integer_keys)
     part = make_partitioner(partitioner, shards, key_type=chosen, **partitioner_layout(**layout))

@@ -294,7 +294,7 @@ def _fit_tab(tab: Tabulated, xmin: int | None, min_tail: int,
         if n_tail < min_tail:
             raise FitError(
                 f"only {n_tail} observations are >= xmin={xmin}; a fit needs at least "
-                f"{min_tail}: choose a smaller --xmin"
+                f"{min_tail}: choose a smaller xmin"
             )
         cands = np.array([k], dtype=np.int64)
     else:

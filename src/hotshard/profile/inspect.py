@@ -66,7 +66,7 @@ def summarize(profile: Profile) -> ProfileSummary:
     if ks is not None and ks > POOR_FIT_KS:
         warnings.append(
             f"one power law fits the tail poorly (KS {ks:.2f}): generate from the exact "
-            "histogram (--tail histogram)"
+            "histogram (tail model: histogram)"
         )
     if pl and pl.get("n_tail", 0) < 50:
         warnings.append(f"the power-law tail rests on only {pl.get('n_tail')} keys")

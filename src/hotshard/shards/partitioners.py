@@ -95,7 +95,7 @@ def _as_int(key: str) -> int:
     try:
         value = int(key)
     except ValueError:
-        raise InputError(f"key {key!r} is not an integer: use --key-type text") from None
+        raise InputError(f"key {key!r} is not an integer: place it with key type text") from None
     if not INT64_MIN <= value < 2**63:
         raise InputError(f"key {key} does not fit a 64-bit integer")
     return value
@@ -487,7 +487,7 @@ class ExplicitMap(_Named):
         try:
             return np.array([self.table[str(k)] for k in keys], dtype=np.int64)
         except KeyError as exc:
-            raise InputError(f"key {exc.args[0]!r} is not in the --map table") from None
+            raise InputError(f"key {exc.args[0]!r} is not in the map table") from None
 
     def ownership(self):
         counts = np.bincount(np.fromiter(self.table.values(), dtype=np.int64),
@@ -542,7 +542,7 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
         raise InputError(f"key type must be text or bigint, got {key_type!r}")
     if name == "map":
         if not map_file:
-            raise InputError("the map partitioner needs --map FILE")
+            raise InputError("the map partitioner needs a map file (key,shard lines)")
         table, n = load_map(map_file)
         return ExplicitMap(n, table)
     if name == "redis-cluster" and slots_map:
@@ -555,7 +555,7 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
         tokens, nodes, n = load_ring(ring_file)
         return Cassandra(n, tokens, nodes, key_type)
     if shards is None:
-        raise InputError(f"say how many shards: --shards N (the {name} partitioner needs it)")
+        raise InputError(f"say how many shards the {name} partitioner has")
     n = _check_shards(shards)
     if name == "redis-cluster":
         if n > REDIS_SLOTS:

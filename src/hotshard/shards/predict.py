@@ -37,14 +37,15 @@ class WhatIf:
 
     def __post_init__(self):
         if self.split_keys < 0 or self.split_into < 1:
-            raise InputError("--split-hot takes K:S with K >= 0 keys and S >= 1 sub-partitions")
+            raise InputError(f"split_keys must be >= 0 and split_into >= 1, got "
+                             f"{self.split_keys}:{self.split_into}")
         if self.replicas < 1:
-            raise InputError(f"--replicas must be >= 1, got {self.replicas}")
-        for name, v in (("--cache-hit", self.cache_hit), ("--coalesce", self.coalesce)):
+            raise InputError(f"replicas must be >= 1, got {self.replicas}")
+        for name, v in (("cache_hit", self.cache_hit), ("coalesce", self.coalesce)):
             if not 0.0 <= v <= 1.0:
                 raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
         if self.hot_keys < 1:
-            raise InputError(f"--hot-keys must be >= 1, got {self.hot_keys}")
+            raise InputError(f"hot_keys must be >= 1, got {self.hot_keys}")
 
     @property
     def active(self) -> bool:
@@ -139,9 +140,9 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
             capacity: float | None = None, whatif: WhatIf | None = None) -> Prediction:
     """Predict each shard's share of load for ``profile`` placed by ``partitioner``."""
     if (rps is None) != (capacity is None):
-        raise InputError("--rps and --capacity go together (CPU = rps x share / capacity)")
+        raise InputError("rps and capacity go together (CPU = rps x share / capacity)")
     if rps is not None and (rps <= 0 or capacity <= 0):
-        raise InputError("--rps and --capacity must be > 0")
+        raise InputError("rps and capacity must be > 0")
     n = partitioner.n_shards
     events = profile.events
     head_keys = list(profile.head_keys)

@@ -255,7 +255,7 @@ def write_events(plan: GenerationPlan, output: str, *, fmt: str, workers: int = 
         raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if output == "-":
         if fmt == "parquet":
-            raise InputError("Parquet cannot stream to stdout: use --format csv or jsonl")
+            raise InputError("Parquet cannot stream to stdout: choose the csv or jsonl format")
         return _write_all(plan, sys.stdout.buffer, fmt, workers, progress)
     from hotshard._atomic import atomic_write
 

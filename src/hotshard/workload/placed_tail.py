@@ -72,7 +72,7 @@ def place_tail(weights: NDArray[np.float64], keys: NDArray[np.int64],
     total_keys = int(keys.sum())
     if total_keys > MAX_PLACED_KEYS:
         raise InputError(f"{total_keys:,} tail keys are too many to place by name (at most "
-                         f"{MAX_PLACED_KEYS:,}); generate without --partitioner")
+                         f"{MAX_PLACED_KEYS:,}); generate without following a placement")
     n_shards = targets.size
     alloc = allot_classes(weights, keys, targets)
     need = alloc.sum(axis=0)
