@@ -64,3 +64,32 @@ def run_cli_subprocess(*args: str, stdin: str | None = None, cwd: Path | None = 
         cwd=cwd,
         timeout=600,
     )
+
+
+_PROFILES: dict[tuple, object] = {}
+
+
+def trace_profile(name: str, **kwargs):
+    """The profile of shared trace ``name`` (its key column), built once per test session."""
+    from hotshard.profile.count import count_profile
+
+    key = (name, tuple(sorted(kwargs.items(), key=lambda kv: kv[0])))
+    if key not in _PROFILES:
+        column = "lbn" if name == "cloudphysics" else "key"
+        _PROFILES[key] = count_profile([str(shared("traces", f"{name}.parquet"))], key=column,
+                                       **kwargs)
+    return _PROFILES[key]
+
+
+@pytest.fixture(scope="session")
+def web07_profile():
+    """web07 profiled once per session (a Profile; never mutated: profiles are frozen)."""
+    return trace_profile("web07")
+
+
+@pytest.fixture(scope="session")
+def web07_path(tmp_path_factory, web07_profile) -> Path:
+    """web07's profile saved as JSON once per session, for CLI tests."""
+    path = tmp_path_factory.mktemp("profiles") / "web07.json"
+    web07_profile.save(path)
+    return path

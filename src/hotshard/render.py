@@ -127,9 +127,17 @@ def prediction_summary(pred) -> str:
         lines.append(f"  => shard {pred.hottest} is hot by key distribution, not by noise: "
                      f"{pred.shares[pred.hottest]:.2%} against at most {pred.uniform_high:.2%}")
     if pred.after is not None:
-        w = pred.whatif
-        lines.append(f"  what if: split {w['split_hot']}, replicas {w['replicas']}, cache hit "
-                     f"{w['cache_hit']:.0%}, coalesce {w['coalesce']:.0%} "
-                     f"(top {w['hot_keys']} keys)")
-        lines += _shard_rows(pred.after, "after")
+        lines.append(f"  what if: {pred.whatif['text']}")
+        after = _shard_rows(pred.after, "after")
+        total = float(pred.after.shares.sum())
+        lines.append(after[0])
+        if abs(total - 1.0) > 5e-4:
+            import textwrap
+
+            lines += textwrap.wrap(
+                f"(shares of all requests before mitigation that reach one node of each shard: "
+                f"they add to {total:.1%}, not 100%, since cache hits and coalesced reads reach "
+                "no shard and a shard's reads are split over its replicas)",
+                width=96, initial_indent="    ", subsequent_indent="     ")
+        lines += after[1:]
     return "\n".join(lines)

@@ -23,11 +23,8 @@ def test_shard_prints_slots_and_shards():
 
 
 @pytest.fixture(scope="module")
-def web07_profile(tmp_path_factory):
-    path = tmp_path_factory.mktemp("w") / "web07.json"
-    assert run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key",
-                   "-o", str(path)).returncode == 0
-    return path
+def web07_json(web07_path):
+    return web07_path
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +78,9 @@ def test_predict_whatif_text(placed_profile):
     (["predict", "p.json", "-p", "kafka", "-n", "4", "--split-hot", "x"], "K:S"),
     (["predict", "missing.json", "-p", "kafka", "-n", "4"], "no such profile"),
 ])
-def test_bad_input(tmp_path, web07_profile, args, message):
+def test_bad_input(tmp_path, web07_json, args, message):
     (tmp_path / "slots.txt").write_text("0 100 a\n")
-    (tmp_path / "p.json").write_text(web07_profile.read_text())
+    (tmp_path / "p.json").write_text(web07_json.read_text())
     res = run_cli(*args, cwd=tmp_path)
     assert res.returncode == 2, res.stdout
     lines = res.stderr.strip().splitlines()

@@ -156,3 +156,10 @@ def test_recovers_a_lognormal(mu, sigma, xmin, n):
     assert abs(got_sigma - sigma) < 4 * se_sigma
     # a true lognormal is not mistaken for a power law
     assert c.favours == "lognormal"
+
+
+def test_the_light_name_list_matches_the_fitters():
+    from hotshard.profile import ALTERNATIVE_NAMES
+    from hotshard.profile.alternatives import ALTERNATIVES
+
+    assert set(ALTERNATIVE_NAMES) == set(ALTERNATIVES)

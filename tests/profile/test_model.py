@@ -6,14 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from hotshard.profile.count import count_profile
 from hotshard.profile.model import FORMAT, Profile, ProfileError
-from tests.conftest import shared
 
 
 @pytest.fixture(scope="module")
-def web07():
-    return count_profile([str(shared("traces", "web07.parquet"))], key="key")
+def web07(web07_profile):
+    return web07_profile
 
 
 def test_round_trip_through_a_file(tmp_path, web07):

@@ -9,8 +9,8 @@ from tests.conftest import shared
 
 
 @pytest.fixture(scope="module")
-def web07():
-    return count_profile([str(shared("traces", "web07.parquet"))], key="key")
+def web07(web07_profile):
+    return web07_profile
 
 
 def test_head_keeps_exact_relative_weights(web07):

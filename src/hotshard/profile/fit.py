@@ -391,13 +391,13 @@ def fit_power_law(
     minimises the KS distance sup_x |F_data(x) - F_fit(x)| over the integers x >= xmin, scanning
     every distinct value (but the largest) as a candidate, as in CSN's ``plfit``.
     """
-    from hotshard.profile import alternatives  # local: scipy.optimize only when comparing
+    from hotshard.profile import ALTERNATIVE_NAMES
 
-    unknown = [name for name in compare if name not in alternatives.ALTERNATIVES]
+    unknown = [name for name in compare if name not in ALTERNATIVE_NAMES]
     if unknown:
         raise InputError(
             f"unknown alternative {unknown[0]!r}; choose from "
-            + ", ".join(sorted(alternatives.ALTERNATIVES))
+            + ", ".join(sorted(ALTERNATIVE_NAMES))
         )
     if xmin is not None and (int(xmin) != xmin or xmin < 1):
         raise InputError(f"xmin must be an integer >= 1, got {xmin}")
@@ -429,7 +429,11 @@ def fit_power_law(
     if bootstrap:
         gof = bootstrap_gof(tab, result, n_sets=bootstrap, seed=seed, workers=workers,
                             min_tail=min_tail)
-    comparisons = tuple(alternatives.compare(tab, result, name) for name in compare)
+    comparisons = ()
+    if compare:
+        from hotshard.profile import alternatives  # scipy.optimize/stats: only when comparing
+
+        comparisons = tuple(alternatives.compare(tab, result, name) for name in compare)
     return PowerLawFit(**{**result.__dict__, "gof": gof, "comparisons": comparisons})
 
 

@@ -22,6 +22,8 @@ __all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
 # without per-operation counts, the generator's default mix: one fact, one place
 DEFAULT_READ_SHARE = DEFAULT_OPS["read"]
 UNIFORM_BAND_SD = 3.0
+AFTER_BASIS = ("requests before mitigation that reach one node of the shard (cache hits and "
+               "coalesced reads reach none; reads are split over the replicas)")
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,30 @@ class WhatIf:
         return (self.split_keys > 0 and self.split_into > 1) or self.replicas > 1 \
             or self.cache_hit > 0 or self.coalesce > 0
 
+    @property
+    def splits(self) -> bool:
+        return self.split_keys > 0 and self.split_into > 1
+
     def describe(self) -> dict:
-        return {"split_hot": f"{self.split_keys}:{self.split_into}", "replicas": self.replicas,
-                "cache_hit": self.cache_hit, "coalesce": self.coalesce,
-                "hot_keys": self.hot_keys}
+        """The mitigations as data; ``split_hot`` is None when no key is split."""
+        return {"split_hot": f"{self.split_keys}:{self.split_into}" if self.splits else None,
+                "replicas": self.replicas, "cache_hit": self.cache_hit,
+                "coalesce": self.coalesce, "hot_keys": self.hot_keys}
+
+    def text(self) -> str:
+        """The mitigations that are set, in words (unset ones are not mentioned)."""
+        parts = []
+        if self.splits:
+            parts.append(f"top {self.split_keys} keys split into {self.split_into} "
+                         "time-bucket sub-partitions")
+        if self.replicas > 1:
+            parts.append(f"reads spread over {self.replicas} replicas per shard")
+        if self.cache_hit > 0:
+            parts.append(f"{self.cache_hit:.0%} of the top {self.hot_keys} keys' reads hit a "
+                         "local cache")
+        if self.coalesce > 0:
+            parts.append(f"{self.coalesce:.0%} of the top {self.hot_keys} keys' reads coalesced")
+        return "; ".join(parts) or "no mitigation"
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,9 @@ class Prediction:
     cpu: NDArray[np.float64] | None = None
     after: Prediction | None = None
     whatif: dict = field(default_factory=dict)
+    # what the shares are a share of: every request ("all requests"), or, after mitigations,
+    # the requests before mitigation as seen by one replica node (they then add up to less)
+    basis: str = "all requests"
 
     @property
     def n_shards(self) -> int:
@@ -103,6 +128,8 @@ class Prediction:
             "uniform_band": {"low": self.uniform_low, "high": self.uniform_high,
                              "max_over_mean": self.uniform_max_over_mean},
             "tail_exact": self.tail_exact,
+            "basis": self.basis,
+            "total_share": float(self.shares.sum()),
         }
         if self.after is not None:
             out["whatif"] = self.whatif
@@ -171,7 +198,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
         return result
     after = _apply_whatif(profile, partitioner, whatif, head_keys, head_counts, head_shards,
                           tail_mean, tail_var, (low, high, u_mom), rps, capacity)
-    return Prediction(**{**result.__dict__, "after": after, "whatif": whatif.describe()})
+    return replace(result, after=after, whatif={**whatif.describe(), "text": whatif.text()})
 
 
 def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_shards,
@@ -211,8 +238,8 @@ def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_
         head_keys + extra_keys, all_counts, all_shards, strict=True)
         if s == hot_shard and c > 0), key=lambda kv: -kv[1])[:5])
     cpu = None if rps is None else rps * shares / capacity
-    return Prediction(partitioner.spec, shares, sd, top, *band,
-                      tail_exact=False, cpu=cpu)
+    return Prediction(partitioner.spec, shares, sd, top, *band, tail_exact=False, cpu=cpu,
+                      basis=AFTER_BASIS)
 
 
 def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:

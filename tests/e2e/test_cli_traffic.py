@@ -1,0 +1,104 @@
+"""The failures this tool exists to prevent: traffic that is silently wrong.
+
+Scaling the key space must keep the hot keys hot; a big event must happen inside the run; the
+shard a key is said to live on must not depend on which command is asked.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import run_cli
+
+
+def test_more_keys_keep_the_head_hot_and_pass_verify(tmp_path, web07_path, web07_profile):
+    out = tmp_path / "big.parquet"
+    res = run_cli("generate", str(web07_path), "--keys", "1e9", "--rate", "3000",
+                  "--duration", "5m", "-o", str(out), "-q")
+    assert res.returncode == 0, res.stderr
+    keys = pq.read_table(out, columns=["channel_id"]).column("channel_id").to_numpy()
+    assert keys.size == 900_000
+    top_key, top_share = web07_profile.head_keys[0], web07_profile.head_counts[0] / \
+        web07_profile.events
+    seen = float((keys == int(top_key)).mean())
+    # binomial: sd = sqrt(p(1-p)/n) ~ 0.00014 at p = 0.0187, n = 9e5; 6 sd either way
+    sd = (top_share * (1 - top_share) / keys.size) ** 0.5
+    assert abs(seen - top_share) < 6 * sd, (seen, top_share)
+    verified = run_cli("generate", "--verify", str(web07_path), str(out), "--keys", "1e9")
+    assert verified.returncode == 0, verified.stdout
+    assert "result: pass" in verified.stdout
+
+
+def test_extend_scaling_is_explicit_and_dilutes_the_head(tmp_path, web07_path, web07_profile):
+    out = tmp_path / "extended.parquet"
+    res = run_cli("generate", str(web07_path), "--keys", "1e7", "--key-scaling", "extend",
+                  "--events", "200000", "-o", str(out), "-q")
+    assert res.returncode == 0, res.stderr
+    keys = pq.read_table(out, columns=["channel_id"]).column("channel_id").to_numpy()
+    top_share = web07_profile.head_counts[0] / web07_profile.events
+    # ~490x the tail at the same per-key counts: the top key falls ~200-fold (1.87% -> <0.02%)
+    assert (keys == int(web07_profile.head_keys[0])).mean() < top_share / 50
+
+
+def test_event_after_the_end_of_the_run_is_an_error(tmp_path):
+    res = run_cli("generate", "--dist", "zipf:1.1:1e4", "--events", "1e6",
+                  "--event", "4711:0.4:10m:40m", "-o", str(tmp_path / "e.parquet"))
+    assert res.returncode == 2
+    line = res.stderr.strip()
+    assert line.startswith("hotshard: error:") and len(line.splitlines()) == 1
+    # 1e6 events at the default 3000/s end after 5m33s; the event starts at 10m
+    assert "starts at 10m" in line and "ends at 5m33s" in line, line
+    assert not list(tmp_path.iterdir())
+
+
+def test_event_cut_short_by_the_end_of_the_run_is_a_warning(tmp_path):
+    res = run_cli("generate", "--dist", "zipf:1.1:1e4", "--events", "1e6",
+                  "--event", "4711:0.4:1m:40m", "-o", str(tmp_path / "e.parquet"), "-q")
+    assert res.returncode == 0, res.stderr
+    assert "warning: the event on key 4711 is cut short" in res.stderr
+    keys = pq.read_table(tmp_path / "e.parquet", columns=["channel_id"]).column("channel_id")
+    # from minute 1 to the end (5m33s), 40% of traffic goes to 4711 (plus its zipf share)
+    assert (keys.to_numpy() == 4711).mean() > 0.4 * (333 - 60) / 333 - 0.01
+
+
+@pytest.mark.parametrize("store", ["cassandra", "kafka", "mongodb", "jump", "redis-cluster"])
+def test_shard_agrees_with_predict_on_every_hot_key(web07_path, store):
+    pred = run_cli("predict", str(web07_path), "-p", store, "-n", "12", "--json",
+                   "--hot-keys", "5")
+    assert pred.returncode == 0, pred.stderr
+    hottest = json.loads(pred.stdout)["hottest"]
+    listed = [row["key"] for row in hottest["top_keys"]]
+    assert listed
+    placed = run_cli("shard", *listed, "-p", store, "-n", "12", "--json")
+    assert placed.returncode == 0, placed.stderr
+    rows = [json.loads(line) for line in placed.stdout.splitlines()]
+    assert [r["shard"] for r in rows] == [hottest["shard"]] * len(listed)
+    # web07's keys are integers: stores that type keys place them as 8-byte integers
+    assert rows[0]["key_type"] == ("text" if store == "redis-cluster" else "bigint")
+
+
+def test_predict_labels_what_the_after_shares_are(web07_path):
+    res = run_cli("predict", str(web07_path), "-p", "kafka", "-n", "16", "--replicas", "3",
+                  "--cache-hit", "0.5")
+    assert res.returncode == 0, res.stderr
+    assert "split 0:1" not in res.stdout and "split" not in res.stdout.split("what if:")[1] \
+        .splitlines()[0]
+    assert "reads spread over 3 replicas" in res.stdout
+    assert "not 100%" in res.stdout and "reach one node of each shard" in res.stdout
+    doc = json.loads(run_cli("predict", str(web07_path), "-p", "kafka", "-n", "16",
+                             "--replicas", "3", "--json").stdout)
+    assert doc["whatif"]["split_hot"] is None
+    assert doc["total_share"] == pytest.approx(1.0)
+    # reads (90% by default) over 3 replicas: 0.1 + 0.9 / 3 = 40% of requests per node
+    assert doc["after"]["total_share"] == pytest.approx(0.4)
+    assert "one node" in doc["after"]["basis"]
+
+
+def test_split_alone_adds_up_and_needs_no_label(web07_path):
+    res = run_cli("predict", str(web07_path), "-p", "kafka", "-n", "16", "--split-hot", "10:4")
+    assert res.returncode == 0, res.stderr
+    assert "top 10 keys split into 4 time-bucket sub-partitions" in res.stdout
+    assert "not 100%" not in res.stdout
