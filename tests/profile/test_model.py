@@ -68,16 +68,31 @@ def test_scaled_events_keeps_every_share(web07):
     assert Profile.from_dict(json.loads(big.to_json())).events == pytest.approx(2e9)
 
 
-def test_scaled_keys_extends_the_tail(web07):
+def test_scaled_keys_dilute_the_tail_and_keep_every_head_share(web07):
     more = web07.scaled(keys=10 * web07.keys)
     assert more.keys == pytest.approx(10 * web07.keys)
     assert more.head_keys == web07.head_keys
-    # without an events target the head keeps its counts; the tail grows in every class
+    # the head keeps its counts and shares; the tail keeps its events over 10x+ the keys
     assert np.array_equal(more.head_counts, web07.head_counts)
-    tail_keys = more.tail.value_keys / web07.tail.value_keys
-    assert tail_keys == pytest.approx(np.full(tail_keys.size, tail_keys[0]))
+    assert more.events == pytest.approx(web07.events)
+    assert more.tail.events == pytest.approx(web07.tail.events)
+    g = (more.keys - len(more.head_keys)) / web07.tail.keys
+    assert more.tail.value_keys == pytest.approx(web07.tail.value_keys * g)
+    assert more.tail.values == pytest.approx(web07.tail.values / g)
     both = web07.scaled(events=1e6, keys=1e6)
     assert (both.events, both.keys) == pytest.approx((1e6, 1e6))
+    assert both.head_counts / both.events == pytest.approx(web07.head_counts / web07.events)
+
+
+def test_extend_scaling_grows_the_tail_at_the_same_counts(web07):
+    more = web07.scaled(keys=10 * web07.keys, key_scaling="extend")
+    assert np.array_equal(more.head_counts, web07.head_counts)
+    assert np.array_equal(more.tail.values, web07.tail.values)
+    tail_keys = more.tail.value_keys / web07.tail.value_keys
+    assert tail_keys == pytest.approx(np.full(tail_keys.size, tail_keys[0]))
+    assert more.tail.events == pytest.approx(web07.tail.events * tail_keys[0])
+    with pytest.raises(ProfileError, match="key_scaling must be one of dilute, extend"):
+        web07.scaled(keys=1e6, key_scaling="stretch")
 
 
 def test_scaling_rejects_impossible_sizes(web07):

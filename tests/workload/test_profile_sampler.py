@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from hotshard.errors import InputError
 from hotshard.profile.count import count_profile
 from hotshard.workload.profile_sampler import from_profile, tail_classes
 from tests.conftest import shared
@@ -58,6 +59,8 @@ def test_a_billion_tail_keys_cost_no_more_than_a_thousand(web07):
     head_share = (draws < huge.head_size).mean()
     expected = huge.head_probabilities().sum()
     assert abs(head_share - expected) < 5 * np.sqrt(expected * (1 - expected) / 100_000)
+    # the head keeps its share of the profile however many keys the tail spreads over
+    assert expected == pytest.approx(web07.head_counts.sum() / web07.events)
 
 
 def test_per_operation_samplers(tmp_path):
@@ -65,5 +68,5 @@ def test_per_operation_samplers(tmp_path):
     for op, dist in prof.operations.items():
         smp = from_profile(prof, op=op)
         assert smp.n_keys == dist.keys
-    with pytest.raises(Exception, match="no operation 'delete'"):
+    with pytest.raises(InputError, match="no operation 'delete'"):
         from_profile(prof, op="delete")
