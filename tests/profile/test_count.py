@@ -164,3 +164,78 @@ def test_bad_input(tmp_path, monkeypatch, make, kwargs, message):
     args = {"inputs": [target], "key": "k", **kwargs}
     with pytest.raises(InputError, match=message):
         count_profile(args.pop("inputs"), **args)
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("NaN", r"holds a NaN value \(NaN\) at row 3 of .*c\.csv"),
+        ("1e30", r"holds a count of 2\^53 or more \(1e30\) at row 3 of .*c\.csv"),
+        ("-2", r"holds a negative count \(-2\) at row 3 of .*c\.csv"),
+        ("2.5", r"holds a fractional count \(2\.5\) at row 3 of .*c\.csv"),
+        ("inf", r"holds an infinite count \(inf\) at row 3 of .*c\.csv"),
+        ("", r"holds an empty cell at row 3 of .*c\.csv"),
+    ],
+)
+def test_bad_counts_cell_named_with_its_row(tmp_path, cell, message):
+    (tmp_path / "c.csv").write_text(f"k,n\na,4\nb,1\nc,{cell}\nd,2\n")
+    with pytest.raises(InputError, match=message) as err:
+        count_profile([str(tmp_path / "c.csv")], key="k", counts="n")
+    assert "counts column 'n'" in str(err.value) and "--" not in str(err.value)
+
+
+def test_bad_count_after_the_type_sample_is_not_rounded(tmp_path):
+    # DuckDB types CSV/JSON columns from a sample; a late 2.5 must not become 3 (or 2)
+    rows = [f"{i % 50},{'2.5' if i == 30_000 else 1}" for i in range(40_000)]
+    (tmp_path / "c.csv").write_text("k,n\n" + "\n".join(rows) + "\n")
+    (tmp_path / "c.jsonl").write_text("".join(
+        json.dumps({"k": int(k), "n": float(n) if "." in n else int(n)}) + "\n"
+        for k, n in (r.split(",") for r in rows)))
+    for name in ("c.csv", "c.jsonl"):
+        with pytest.raises(InputError, match=r"fractional count \(2\.5\) at row 30,001 of"):
+            count_profile([str(tmp_path / name)], key="k", counts="n")
+
+
+def test_bad_counts_in_parquet_and_in_a_second_file(tmp_path):
+    pq.write_table(pa.table({"k": ["a", "b", "c"], "n": [1.0, 2.0, float("nan")]}),
+                   tmp_path / "a.parquet")
+    with pytest.raises(InputError, match=r"NaN value \(nan\) at row 3 of .*a\.parquet"):
+        count_profile([str(tmp_path / "a.parquet")], key="k", counts="n")
+    (tmp_path / "ok.csv").write_text("k,n\na,1\n")
+    (tmp_path / "bad.csv").write_text("k,n\na,1\nb,1\nc,-1\nd,-5\n")
+    with pytest.raises(InputError, match=r"\(-1\) at row 3 of .*bad\.csv \(2 bad cells"):
+        count_profile([str(tmp_path / "ok.csv"), str(tmp_path / "bad.csv")], key="k",
+                      counts="n")
+
+
+def test_a_key_total_beyond_2_53_is_refused(tmp_path):
+    # 2^52 + (2^52 + 1) is 2^53 + 1, which a double sum reads as 2^53: refused all the same
+    for n in ([2**52, 2**52 + 1, 3], [2**52, 2**52, 3]):
+        pq.write_table(pa.table({"k": ["a", "a", "b"], "n": n}), tmp_path / "c.parquet")
+        with pytest.raises(InputError, match="for key 'a' add up to 9,007,199,254,740,99"):
+            count_profile([str(tmp_path / "c.parquet")], key="k", counts="n")
+    (tmp_path / "c.csv").write_text("k,n\na,4503599627370496\na,4503599627370497\n")
+    with pytest.raises(InputError, match="for key 'a' add up to .* 2\\^53 or more"):
+        count_profile([str(tmp_path / "c.csv")], key="k", counts="n")
+
+
+def test_non_numeric_counts_type_is_refused(tmp_path):
+    pq.write_table(pa.table({"k": ["a", "b"], "n": [True, False]}), tmp_path / "c.parquet")
+    with pytest.raises(InputError, match="counts column 'n' has type BOOLEAN"):
+        count_profile([str(tmp_path / "c.parquet")], key="k", counts="n")
+
+
+@pytest.mark.parametrize("counts", [None, "n"])
+def test_empty_and_null_keys_are_dropped_and_counted(tmp_path, counts):
+    pq.write_table(pa.table({"k": ["a", "", None, "b", "", "a"], "n": [5, 1, 2, 3, 4, 1]}),
+                   tmp_path / "e.parquet")
+    (tmp_path / "e.csv").write_text('k,n\na,5\n,1\n"",2\nb,3\n,4\na,1\n')
+    (tmp_path / "e.jsonl").write_text(
+        '{"k":"a","n":5}\n{"k":"","n":1}\n{"k":null,"n":2}\n{"k":"b","n":3}\n{"n":4}\n'
+        '{"k":"a","n":1}\n')
+    for name in ("e.parquet", "e.csv", "e.jsonl"):
+        prof = count_profile([str(tmp_path / name)], key="k", counts=counts)
+        assert list(prof.head_keys) == ["a", "b"], name
+        assert prof.source["null_keys"] == 3, name  # rows, not events
+        assert prof.source["rows"] == 6, name
+        assert prof.events == (9 if counts else 3), name

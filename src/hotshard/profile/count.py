@@ -4,7 +4,7 @@ Both engines compute the same small set of aggregates (per-key counts stay insid
 only the head, the count-of-counts and a few totals come out), so DuckDB (default, embedded,
 out-of-core) and Apache Spark (beyond one machine) give the same profile on the same data.
 Only the key column and counts leave the engine: no other column's values are ever read out,
-except the quantiles of ``--size`` and per-second event counts of ``--time``.
+except the quantiles of the size column and per-second event counts of the time column.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from hotshard.errors import FitError, InputError
 from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
 
-__all__ = ["ENGINES", "RawCounts", "build_profile", "count_profile", "resolve_inputs"]
+__all__ = ["ENGINES", "MAX_COUNT", "RawCounts", "bad_count_error", "build_profile",
+           "count_profile", "resolve_inputs"]
 
 ENGINES = ("duckdb", "spark")
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
 Progress = Callable[[str, float | None], None]
+# A counts cell and a key's total must be whole numbers below 2^53: counts are summed and
+# stored as float64 (profile JSON), exact only below there (2^53 + 1 reads as 2^53).
+MAX_COUNT = 2**53
+COUNT_RULE = "each count must be a whole number of events, 0 <= count < 2^53"
 
 
 @dataclass(frozen=True)
@@ -220,7 +225,8 @@ def count_profile(
         raise InputError("--pseudonymize needs at least one --partitioner P --shards N: "
                          "without real keys, placement must be recorded now")
     if counts is not None and (size or time_col):
-        raise InputError("--size and --time need event rows; they cannot be used with --counts")
+        raise InputError("size and time columns need event rows; they cannot be used with "
+                         f"a counts column ({counts!r})")
     files, fmt = resolve_inputs(inputs)
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
                      time=time_col, top_k=top_k, min_count=min_count,
@@ -261,6 +267,51 @@ class CountSpec:
 
     def columns(self) -> list[str]:
         return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]
+
+
+def _describe_count(value: object) -> str:
+    """What is wrong with one counts cell, showing the value as the input wrote it."""
+    if value is None:
+        return "an empty cell"
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return f"non-numeric values such as {text!r}"
+    if number != number:
+        return f"a NaN value ({text})"
+    if number in (float("inf"), float("-inf")):
+        return f"an infinite count ({text})"
+    if number < 0:
+        return f"a negative count ({text})"
+    if number >= MAX_COUNT:
+        return f"a count of 2^53 or more ({text})"
+    if not number.is_integer():
+        return f"a fractional count ({text})"
+    return f"a bad count ({text})"  # the engine's rule is stricter than ours: show the value
+
+
+def bad_count_error(column: str, value: object, *, bad_cells: int, file: str | None = None,
+                    row: int | None = None) -> InputError:
+    """The error for a counts column whose first offending cell is ``value``.
+
+    Engines find the cell (and, where cheap, its file and 1-based data row); the wording is
+    shared so every engine says the same thing.
+    """
+    where = ""
+    if file is not None:
+        where = f" at row {row:,} of {file}" if row is not None else f" in {file}"
+    more = f" ({bad_cells:,} bad cells in all)" if bad_cells > 1 else ""
+    return InputError(f"counts column {column!r} holds {_describe_count(value)}{where}{more}: "
+                      f"{COUNT_RULE}; fix or drop those rows")
+
+
+def check_key_total(column: str, key: object, total: float | int | None) -> None:
+    """Refuse a key whose counts add up beyond what a profile stores exactly."""
+    if total is not None and total >= MAX_COUNT:
+        raise InputError(f"the counts in column {column!r} for key {key!r} add up to "
+                         f"{int(total):,}, 2^53 or more: a key's total must stay below 2^53 "
+                         f"({MAX_COUNT:,}) events to be stored exactly")
 
 
 def run_with_progress(work: Callable[[], object], poll: Callable[[], float | None],
@@ -311,10 +362,10 @@ def key_column_is_integer(inputs: Sequence[str], key: str) -> bool:
     """Whether the key column has an integer type (read from the schema only)."""
     import duckdb
 
-    from hotshard.profile.engines.duckdb_engine import _INT_TYPES, _READERS, _lit
+    from hotshard.profile.engines.duckdb_engine import _INT_TYPES, source_sql
 
     files, fmt = resolve_inputs(inputs)
-    src = _READERS[fmt].format(files="[" + ", ".join(_lit(f) for f in files) + "]")
+    src = source_sql(fmt, files)
     con = duckdb.connect()
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()

@@ -8,19 +8,23 @@ import numpy as np
 
 from hotshard.errors import InputError
 from hotshard.profile.count import (
+    MAX_COUNT,
     SIZE_QUANTILES,
     CountSpec,
     Progress,
     RawCounts,
     RawDist,
     accumulate_placement,
+    bad_count_error,
+    check_key_total,
     run_with_progress,
 )
 
+# table function and its fixed options, per input format
 _READERS = {
-    "parquet": "read_parquet({files})",
-    "csv": "read_csv({files}, header = true)",
-    "json": "read_json({files}, format = 'newline_delimited')",
+    "parquet": ("read_parquet", ""),
+    "csv": ("read_csv", ", header = true"),
+    "json": ("read_json", ", format = 'newline_delimited'"),
 }
 _PERFECT_HT_BITS = 22
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -34,6 +38,12 @@ def _q(name: str) -> str:
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def source_sql(fmt: str, files: list[str], options: str = "") -> str:
+    """The table function reading ``files`` (one format), with extra ``options``."""
+    func, fixed = _READERS[fmt]
+    return f"{func}([{', '.join(_lit(f) for f in files)}]{fixed}{options})"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -55,8 +65,8 @@ class _Session:
         # range below 2^22, DuckDB then aggregates into a perfect hash table (no hashing, no
         # probing): ~1.7x faster on 100 M events here; other inputs are unaffected.
         self.con.execute(f"SET perfect_ht_threshold = {_PERFECT_HT_BITS}")
-        files = "[" + ", ".join(_lit(f) for f in spec.files) + "]"
-        self.source = _READERS[spec.fmt].format(files=files)
+        self.options = ""  # extra reader options (column types), set once columns are known
+        self.source = source_sql(spec.fmt, spec.files)
 
     def close(self) -> None:
         self.con.close()
@@ -91,13 +101,17 @@ def _check_columns(s: _Session) -> dict[str, str]:
             raise InputError(
                 f"no column {col!r} in the input; its columns are: {', '.join(types)}"
             )
-    for col, what in ((s.spec.counts, "--counts"), (s.spec.size, "--size")):
-        if col and types[col] not in _NUM_TYPES and not types[col].startswith("DECIMAL"):
-            bad = s.sql(f"SELECT {_q(col)} FROM {s.source} WHERE TRY_CAST({_q(col)} AS DOUBLE) "
-                        f"IS NULL AND {_q(col)} IS NOT NULL LIMIT 1").fetchone()
-            example = f" such as {bad[0]!r}" if bad else ""
-            raise InputError(f"{what} column {col!r} holds non-numeric values{example}")
+    col = s.spec.size
+    if col and not _numeric(types[col]):
+        bad = s.sql(f"SELECT {_q(col)} FROM {s.source} WHERE TRY_CAST({_q(col)} AS DOUBLE) "
+                    f"IS NULL AND {_q(col)} IS NOT NULL LIMIT 1").fetchone()
+        example = f" such as {bad[0]!r}" if bad else ""
+        raise InputError(f"size column {col!r} holds non-numeric values{example}")
     return types
+
+
+def _numeric(col_type: str) -> bool:
+    return col_type in _NUM_TYPES or col_type.startswith("DECIMAL")
 
 
 def _dist(s: _Session, table: str, where: str = "") -> RawDist:
@@ -115,22 +129,52 @@ def _dist(s: _Session, table: str, where: str = "") -> RawDist:
     )
 
 
-def _count_expr(s: _Session) -> str:
-    if s.spec.counts:
-        return f"sum({_q(s.spec.counts)})"
-    return "count(*)"
+def _counts_value(s: _Session, types: dict[str, str]) -> str:
+    """The counts column as a number, reading it as text where a sniffed type could lie.
+
+    CSV and JSON readers type a column from a sample, then silently round a later ``2.5`` into
+    an integer column (or fail on ``NaN``); read as text and converted here, every cell is
+    checked as written.
+    """
+    col = s.spec.counts
+    if s.spec.fmt in ("csv", "json"):
+        if s.spec.fmt == "csv":
+            options = f", types = {{{_lit(col)}: 'VARCHAR'}}"
+        else:
+            wanted = {c: "VARCHAR" if c == col else types[c] for c in s.spec.columns()}
+            options = ", columns = {" + ", ".join(f"{_lit(c)}: {_lit(t)}"
+                                                   for c, t in wanted.items()) + "}"
+        s.options = options
+        s.source = source_sql(s.spec.fmt, s.spec.files, options)
+        return f"TRY_CAST({_q(col)} AS DOUBLE)"
+    if types[col] == "VARCHAR":
+        return f"TRY_CAST({_q(col)} AS DOUBLE)"
+    if not _numeric(types[col]):
+        raise InputError(f"counts column {col!r} has type {types[col]}: it must hold numbers")
+    return _q(col)
 
 
-def _check_counts(s: _Session) -> None:
-    c = _q(s.spec.counts)
-    row = s.sql(f"SELECT min({c}), count(*) FILTER ({c} IS NULL), "
-                f"count(*) FILTER ({c} <> floor({c})) FROM {s.source}").fetchone()
-    if row[0] is not None and row[0] < 0:
-        raise InputError(f"--counts column {s.spec.counts!r} holds a negative count ({row[0]})")
-    if row[1]:
-        raise InputError(f"--counts column {s.spec.counts!r} has {row[1]} empty cells")
-    if row[2]:
-        raise InputError(f"--counts column {s.spec.counts!r} holds non-integer counts")
+def _check_counts(s: _Session, value: str, types: dict[str, str]) -> None:
+    """Every counts cell a whole number in [0, 2^53); else name the first bad one."""
+    bad = (f"({value} IS NULL OR NOT isfinite(CAST({value} AS DOUBLE)) OR {value} < 0 "
+           f"OR {value} >= {MAX_COUNT} OR {value} <> floor({value}))")
+    n_bad = s.sql(f"SELECT count(*) FROM {s.source} WHERE {bad}",
+                  stage="checking counts").fetchone()[0]
+    if not n_bad:
+        return
+    col = _q(s.spec.counts)
+    # error path only: find the first bad cell in file order, then its row in that file
+    s.sql("SET preserve_insertion_order = true")
+    if "filename" in types:  # the data's own column hides the reader's file name
+        cell = s.sql(f"SELECT {col} FROM {s.source} WHERE {bad} LIMIT 1").fetchone()
+        raise bad_count_error(s.spec.counts, cell[0], bad_cells=n_bad)
+    file, cell = s.sql(f"SELECT filename, {col} FROM {s.source} WHERE {bad} "
+                       "LIMIT 1").fetchone()
+    src = source_sql(s.spec.fmt, [file], s.options)
+    row = s.sql(f"SELECT hotshard_row FROM (SELECT row_number() OVER () AS hotshard_row, "
+                f"{col} FROM {src}) WHERE {bad} LIMIT 1").fetchone()
+    raise bad_count_error(s.spec.counts, cell, bad_cells=n_bad, file=file,
+                          row=int(row[0]) if row else None)
 
 
 def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
@@ -138,10 +182,14 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
     s = _Session(spec, progress)
     try:
         types = _check_columns(s)
+        n_expr = "count(*)"
         if spec.counts:
-            _check_counts(s)
+            value = _counts_value(s, types)
+            _check_counts(s, value, types)
+            n_expr = f"sum({value})"
         key = _q(spec.key)
-        n_expr = _count_expr(s)
+        if types[spec.key] == "VARCHAR":
+            key = f"NULLIF({key}, '')"  # an empty key is no key: dropped and counted, as NULL
         if spec.op:
             s.sql(f"CREATE TEMP TABLE kco AS SELECT CAST({_q(spec.op)} AS VARCHAR) AS o, "
                   f"{key} AS k, {n_expr} AS n, count(*) AS r FROM {s.source} GROUP BY ALL",
@@ -154,9 +202,12 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
             s.sql(f"CREATE TEMP TABLE kc_all AS SELECT k, n, {rows_expr} AS r FROM (SELECT "
                   f"{key} AS k, {n_expr} AS n{', count(*) AS r' if spec.counts else ''} "
                   f"FROM {s.source} GROUP BY ALL)", stage="counting events per key")
-        rows, null_keys = s.sql(
-            "SELECT coalesce(sum(r), 0), coalesce(sum(n) FILTER (k IS NULL), 0) FROM kc_all"
+        rows, null_keys, top_key, top_n = s.sql(
+            "SELECT coalesce(sum(r), 0), coalesce(sum(r) FILTER (k IS NULL), 0), "
+            "arg_max(k, n) FILTER (k IS NOT NULL), max(n) FILTER (k IS NOT NULL) FROM kc_all"
         ).fetchone()
+        if spec.counts:
+            check_key_total(spec.counts, top_key, top_n)
         overall = _dist(s, "kc_all", "k IS NOT NULL AND n > 0")
         operations = {}
         if spec.op:
@@ -193,7 +244,7 @@ def _per_second(s: _Session, col_type: str):
     elif col_type in _NUM_TYPES or col_type.startswith("DECIMAL"):
         sec = f"floor({t})"
     else:
-        raise InputError(f"--time column {s.spec.time!r} has type {col_type}: it must be a "
+        raise InputError(f"time column {s.spec.time!r} has type {col_type}: it must be a "
                          "timestamp or numeric epoch seconds")
     s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST({sec} AS BIGINT) AS sec, count(*) AS c "
           f"FROM {s.source} WHERE {t} IS NOT NULL GROUP BY ALL", stage="events per second")

@@ -14,16 +14,19 @@ import numpy as np
 
 from hotshard.errors import InputError
 from hotshard.profile.count import (
+    MAX_COUNT,
     SIZE_QUANTILES,
     CountSpec,
     Progress,
     RawCounts,
     RawDist,
     accumulate_placement,
+    bad_count_error,
+    check_key_total,
 )
 
 _INT_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType"}
-_NUM_TYPES = _INT_TYPES | {"FloatType", "DoubleType"}
+_NUM_TYPES = _INT_TYPES | {"FloatType", "DoubleType", "DecimalType"}
 
 
 def _session(master: str):
@@ -80,6 +83,42 @@ def _type_name(df, col: str) -> str:
     return type(df.schema[col].dataType).__name__
 
 
+def _counts_value(df, spec: CountSpec):
+    """The counts column as a double; every cell a whole number in [0, 2^53) or an error."""
+    from pyspark.sql import functions as F
+
+    c = F.col(spec.counts)
+    kind = _type_name(df, spec.counts)
+    if kind in _NUM_TYPES:
+        value = c.cast("double")
+    elif kind == "StringType":
+        value = c.try_cast("double")
+    else:
+        raise InputError(f"counts column {spec.counts!r} has type {kind}: it must hold numbers")
+    # NaN and infinities first: NaN % 1 is NaN, and NaN != 0 holds in Spark
+    bad = (c.isNull() | value.isNull() | F.isnan(value) | (value < 0)
+           | (value >= float(MAX_COUNT)) | (value % 1 != 0))
+    n_bad = df.where(bad).count()
+    if n_bad:
+        # Spark keeps no row order: name the file of one bad cell, not its row
+        cell = df.where(bad).select(F.input_file_name().alias("f"),
+                                    c.cast("string").alias("v")).first()
+        raise bad_count_error(spec.counts, cell["v"], bad_cells=n_bad,
+                              file=_local_path(cell["f"]) or None)
+    return value
+
+
+def _local_path(uri: str | None) -> str:
+    """A file:// URI as the path the user typed (other URIs unchanged)."""
+    if not uri:
+        return ""
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(uri).path)
+    return uri
+
+
 def count(spec: CountSpec, master: str = "local[*]",
           progress: Progress | None = None) -> RawCounts:
     """Count events per key (and per op) with Spark."""
@@ -95,30 +134,29 @@ def count(spec: CountSpec, master: str = "local[*]",
         if missing:
             raise InputError(f"no column {missing[0]!r} in the input; its columns are: "
                              f"{', '.join(df.columns)}")
-        for col, what in ((spec.counts, "--counts"), (spec.size, "--size")):
-            if col and _type_name(df, col) not in _NUM_TYPES:
-                raise InputError(f"{what} column {col!r} holds non-numeric values")
-        n_expr = F.sum(spec.counts) if spec.counts else F.count(F.lit(1))
-        if spec.counts:
-            c = F.col(spec.counts)
-            row = df.agg(F.min(c).alias("lo"), F.sum(c.isNull().cast("long")).alias("nulls"),
-                         F.sum((c != F.floor(c)).cast("long")).alias("frac")).collect()[0]
-            if row["lo"] is not None and row["lo"] < 0:
-                raise InputError(f"--counts column {spec.counts!r} holds a negative count "
-                                 f"({row['lo']})")
-            if row["nulls"]:
-                raise InputError(f"--counts column {spec.counts!r} has {row['nulls']} empty cells")
-            if row["frac"]:
-                raise InputError(f"--counts column {spec.counts!r} holds non-integer counts")
-        groups = [F.col(spec.key).alias("k")]
+        if spec.size and _type_name(df, spec.size) not in _NUM_TYPES:
+            raise InputError(f"size column {spec.size!r} holds non-numeric values")
+        # counts stay doubles (exact to 2^53) until every key's total is known to fit
+        n_expr = (F.sum(_counts_value(df, spec)) if spec.counts
+                  else F.count(F.lit(1)).cast("long"))
+        key = F.col(spec.key)
+        if _type_name(df, spec.key) == "StringType":
+            key = F.when(key == "", F.lit(None)).otherwise(key)  # empty key: dropped, counted
+        groups = [key.alias("k")]
         if spec.op:
             groups.insert(0, F.col(spec.op).cast("string").alias("o"))
-        kco = (df.groupBy(*groups).agg(n_expr.cast("long").alias("n"),
+        kco = (df.groupBy(*groups).agg(n_expr.alias("n"),
                                         F.count(F.lit(1)).alias("r")).cache())
         kc_all = kco.groupBy("k").agg(F.sum("n").alias("n"), F.sum("r").alias("r")) if spec.op \
             else kco
+        named = F.col("k").isNotNull()
         tot = kc_all.agg(F.sum("r").alias("rows"),
-                         F.sum(F.when(F.col("k").isNull(), F.col("n"))).alias("nulls")).collect()[0]
+                         F.sum(F.when(~named, F.col("r"))).alias("nulls"),
+                         F.max_by(F.when(named, F.col("k")), F.when(named, F.col("n")))
+                         .alias("top_key"),
+                         F.max(F.when(named, F.col("n"))).alias("top_n")).collect()[0]
+        if spec.counts:
+            check_key_total(spec.counts, tot["top_key"], tot["top_n"])
         kc = kc_all.where(F.col("k").isNotNull() & (F.col("n") > 0)).cache()
         overall = _dist(kc, spec)
         operations = {}
@@ -162,7 +200,7 @@ def _per_second(df, spec: CountSpec):
     elif kind in _NUM_TYPES or kind == "DecimalType":
         sec = F.floor(t)
     else:
-        raise InputError(f"--time column {spec.time!r} has type {kind}: it must be a timestamp "
+        raise InputError(f"time column {spec.time!r} has type {kind}: it must be a timestamp "
                          "or numeric epoch seconds")
     per_sec = df.where(t.isNotNull()).groupBy(sec.cast("long").alias("sec")).agg(
         F.count(F.lit(1)).alias("c")).cache()
