@@ -43,8 +43,14 @@ def test_words_p_value_is_plausible_as_published():
 
 
 def test_fixed_xmin_bootstrap_runs_with_fixed_xmin():
-    gof = fit_power_law(words(), xmin=7, bootstrap=30, seed=1).gof
-    assert 0.0 <= gof.p_value <= 1.0
+    # xmin = 7 is CSN's own choice for the words, so the fixed-xmin bootstrap must find the
+    # law plausible too; with 30 sets the p-value's binomial sd is <= 0.09, so p > 0.1 unless
+    # the true p (~0.5) were off by more than 4 sd
+    fit = fit_power_law(words(), xmin=7, bootstrap=30, seed=1)
+    assert fit.xmin == 7 and fit.gof.n_sets == 30
+    assert fit.gof.plausible and fit.gof.p_value > 0.1
+    again = fit_power_law(words(), xmin=7, bootstrap=30, seed=1, workers=1)
+    assert again.gof.p_value == fit.gof.p_value  # same seed, same p, whatever the workers
 
 
 def test_compare_words_as_csn_table_5():

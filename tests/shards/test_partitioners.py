@@ -112,8 +112,19 @@ def test_jump_hash_is_consistent_and_balanced():
     assert abs(moved.mean() - 1 / 11) < 0.01
     counts = np.bincount(a, minlength=10)
     assert counts.min() > 1800 and counts.max() < 2200
-    assert H.jump(np.array([0], dtype=np.int64), 1000)[0] == H.jump(
-        np.array([0], dtype=np.int64), 1000)[0]
+    # against a plain transcription of Lamping & Veach's listing (arbitrary-precision ints)
+    def reference(key: int, buckets: int) -> int:
+        b, j = -1, 0
+        while j < buckets:
+            b = j
+            key = (key * 2862933555777941757 + 1) % 2**64
+            j = int((b + 1) * ((1 << 31) / ((key >> 33) + 1)))
+        return b
+
+    sample = keys[:300]
+    for buckets in (1, 7, 1000, 2**20):
+        want = [reference(int(k) % 2**64, buckets) for k in sample]
+        assert H.jump(sample, buckets).tolist() == want
 
 
 @pytest.mark.parametrize("name", ["ketama", "rendezvous", "modulo", "jump", "kafka",
@@ -176,9 +187,15 @@ def test_ring_and_slot_files_must_cover_the_space(tmp_path):
     ring.write_text("100 a\n100 b\n")
     with pytest.raises(InputError, match="token twice"):
         make_partitioner("cassandra", ring_file=str(ring))
-    ring.write_text("-100 a\n5000 b\n")
+    lo, hi = -(2**62), 2**62
+    ring.write_text(f"{lo} a\n{hi} b\n")
     p = make_partitioner("cassandra", ring_file=str(ring))
-    assert p.shard_of(["123"])[0] in (0, 1)
+    keys = [str(i) for i in range(200)]
+    tokens = p.tokens(keys)
+    # owner = first ring token >= the key's token, wrapping past the last back to node a
+    want = np.where((tokens > lo) & (tokens <= hi), 1, 0)
+    assert p.shard_of(keys).tolist() == want.tolist()
+    assert 0 < want.sum() < len(keys)  # both nodes own some of these keys
 
 
 def test_mongodb_chunk_file(tmp_path):
