@@ -209,3 +209,56 @@ def test_mongodb_chunk_file(tmp_path):
     f.write_text("MinKey 0 a\n5 MaxKey b\n")
     with pytest.raises(InputError, match="tile the hashed key space"):
         make_partitioner("mongodb", chunks_file=str(f))
+
+
+FILE_KINDS = [  # (make_partitioner arguments, the file's name in messages, a valid file)
+    ({"name": "cassandra", "kw": "ring_file"}, "Cassandra ring file", "-5 a\n5 b\n"),
+    ({"name": "redis-cluster", "kw": "slots_map"}, "Redis Cluster slots map",
+     "0 8191 a\n8192 16383 b\n"),
+    ({"name": "map", "kw": "map_file"}, "key-to-shard map", "key,shard\na,0\nb,1\n"),
+    ({"name": "mongodb", "kw": "chunks_file"}, "MongoDB chunks file",
+     "MinKey 0 a\n0 MaxKey b\n"),
+]
+NOT_TEXT = [
+    (bytes(range(256)), "it holds binary data"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "it holds binary data"),
+    (b"\x00" * 64, "it holds binary data"),
+    ("caf\u00e9 0\n".encode("latin-1"), "byte 0xe9 at offset 3 is not UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("kind", "what", "valid"), FILE_KINDS)
+@pytest.mark.parametrize(("data", "why"), NOT_TEXT)
+def test_layout_files_that_are_not_text_are_refused(tmp_path, kind, what, valid, data, why):
+    f = tmp_path / "layout"
+    f.write_bytes(data)
+    with pytest.raises(InputError, match=f"is not a text {what}: {why}; expected '"):
+        make_partitioner(kind["name"], 2, **{kind["kw"]: str(f)})
+
+
+@pytest.mark.parametrize(("kind", "what", "valid"), FILE_KINDS)
+def test_layout_files_empty_or_with_a_bom(tmp_path, kind, what, valid):
+    f = tmp_path / "layout"
+    for empty in (b"", b" \n\n"):
+        f.write_bytes(empty)
+        with pytest.raises(InputError, match=f"is empty: expected a {what} of '"):
+            make_partitioner(kind["name"], 2, **{kind["kw"]: str(f)})
+    f.write_bytes(b"\xef\xbb\xbf" + valid.encode())  # a UTF-8 BOM (Windows editors) is fine
+    assert make_partitioner(kind["name"], 2, **{kind["kw"]: str(f)}).n_shards == 2
+    with pytest.raises(InputError, match=f"no such {what}"):
+        make_partitioner(kind["name"], 2, **{kind["kw"]: str(tmp_path / "missing")})
+
+
+@pytest.mark.parametrize(("name", "kw", "text", "message"), [
+    ("redis-cluster", "slots_map", "0 x a\n", r"line 1: expected 'start end node' with integer"),
+    ("redis-cluster", "slots_map", "9 3 a\n", "slot range 9-3 is not a range within 0-16383"),
+    ("cassandra", "ring_file", f"{2**63} a\n", "outside the Murmur3 range"),
+    ("cassandra", "ring_file", "12 a\nx b\n", r"line 2: expected 'token node', got 'x b'"),
+    ("mongodb", "chunks_file", f"MinKey 0 a\n0 {2**64} b\n", "is not a range of the hashed"),
+    ("mongodb", "chunks_file", "MinKey 0 a\n0 0 b\n0 MaxKey c\n", "is not a range of the"),
+])
+def test_malformed_layout_lines(tmp_path, name, kw, text, message):
+    f = tmp_path / "layout.txt"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message):
+        make_partitioner(name, 2, **{kw: str(f)})

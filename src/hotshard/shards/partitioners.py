@@ -188,7 +188,8 @@ def _even_slots(n: int) -> NDArray[np.int64]:
 
 def load_slots_map(path: str) -> tuple[NDArray[np.int64], int]:
     """A CLUSTER SLOTS dump: JSON [[start, end, node...], ...] or 'start end node' lines."""
-    text = _read_text(path)
+    text = _read_text(path, "Redis Cluster slots map",
+                      "'start end node' lines or a CLUSTER SLOTS JSON dump")
     rows = []
     try:
         doc = json.loads(text)
@@ -199,14 +200,16 @@ def load_slots_map(path: str) -> tuple[NDArray[np.int64], int]:
             if not line.strip() or line.startswith("#"):
                 continue
             parts = line.split()
-            if len(parts) < 3:
-                raise InputError(f"{path} line {i}: expected 'start end node'") from None
-            rows.append((int(parts[0]), int(parts[1]), parts[2]))
+            try:
+                rows.append((int(parts[0]), int(parts[1]), parts[2]))
+            except (ValueError, IndexError):
+                raise InputError(f"{path} line {i}: expected 'start end node' with integer "
+                                 f"slots, got {line.strip()[:60]!r}") from None
     nodes = sorted({r[2] for r in rows})
     slot_node = np.full(REDIS_SLOTS, -1, dtype=np.int64)
     for start, end, node in rows:
         if not 0 <= start <= end < REDIS_SLOTS:
-            raise InputError(f"{path}: slot range {start}-{end} is outside 0-16383")
+            raise InputError(f"{path}: slot range {start}-{end} is not a range within 0-16383")
         slot_node[start:end + 1] = nodes.index(node)
     missing = np.flatnonzero(slot_node < 0)
     if missing.size:
@@ -253,7 +256,9 @@ def random_ring(n: int, num_tokens: int, seed: int) -> tuple[NDArray, NDArray]:
 def load_ring(path: str) -> tuple[NDArray, NDArray, int]:
     """'token node' lines (nodetool ring order does not matter)."""
     tokens, names = [], []
-    for i, line in enumerate(_read_text(path).splitlines(), 1):
+    text = _read_text(path, "Cassandra ring file",
+                      "'token node' lines, one per token (Murmur3 tokens, -2^63 to 2^63-1)")
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
@@ -261,7 +266,11 @@ def load_ring(path: str) -> tuple[NDArray, NDArray, int]:
             tokens.append(int(parts[0]))
             names.append(parts[1])
         except (ValueError, IndexError):
-            raise InputError(f"{path} line {i}: expected 'token node'") from None
+            raise InputError(f"{path} line {i}: expected 'token node', got "
+                             f"{line.strip()[:60]!r}") from None
+        if not INT64_MIN <= tokens[-1] < 2**63:
+            raise InputError(f"{path} line {i}: token {tokens[-1]} is outside the Murmur3 "
+                             "range -2^63 to 2^63-1")
     if not tokens:
         raise InputError(f"{path} holds no tokens")
     if len(set(tokens)) != len(tokens):
@@ -356,17 +365,23 @@ def load_chunks(path: str) -> tuple[NDArray, NDArray, int]:
     """MongoDB chunk ranges: 'min max shard' lines over the hashed (int64) key space, as
     config.chunks lists them; 'MinKey'/'MaxKey' stand for the ends. Must tile the space."""
     rows = []
-    for i, line in enumerate(_read_text(path).splitlines(), 1):
+    text = _read_text(path, "MongoDB chunks file",
+                      "'min max shard' lines over the hashed key space (MinKey/MaxKey at the ends)")
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
         if len(parts) != 3:
-            raise InputError(f"{path} line {i}: expected 'min max shard'")
+            raise InputError(f"{path} line {i}: expected 'min max shard', got "
+                             f"{line.strip()[:60]!r}")
         try:
             lo = INT64_MIN if parts[0] == "MinKey" else int(parts[0])
             hi = 2**63 if parts[1] == "MaxKey" else int(parts[1])
         except ValueError:
             raise InputError(f"{path} line {i}: chunk bounds must be integers") from None
+        if not INT64_MIN <= lo < hi <= 2**63:
+            raise InputError(f"{path} line {i}: chunk {parts[0]}..{parts[1]} is not a range of "
+                             "the hashed key space (MinKey <= min < max <= MaxKey)")
         rows.append((lo, hi, parts[2]))
     rows.sort()
     if not rows or rows[0][0] != INT64_MIN or rows[-1][1] != 2**63 or any(
@@ -497,7 +512,8 @@ class ExplicitMap(_Named):
 
 def load_map(path: str) -> tuple[dict[str, int], int]:
     table = {}
-    for i, line in enumerate(_read_text(path).splitlines(), 1):
+    text = _read_text(path, "key-to-shard map", "'key,shard' lines (CSV or TSV, header allowed)")
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = [p.strip() for p in line.replace("\t", ",").split(",")]
@@ -516,10 +532,25 @@ def load_map(path: str) -> tuple[dict[str, int], int]:
     return table, max(table.values()) + 1
 
 
-def _read_text(path: str) -> str:
-    text = require_file(path).read_text()
+def _read_text(path: str, what: str, expected: str) -> str:
+    """The UTF-8 text of a ring / slots / map / chunks file, or one error saying what it is not.
+
+    ``what`` names the kind of file (``Cassandra ring file``), ``expected`` its format.
+    """
+    p = require_file(path, what=what)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    if b"\0" in data:
+        raise InputError(f"{path} is not a text {what}: it holds binary data; expected {expected}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not a text {what}: byte {data[exc.start]:#04x} at offset "
+                         f"{exc.start} is not UTF-8; expected {expected}, saved as UTF-8") from None
     if not text.strip():
-        raise InputError(f"{path} is empty")
+        raise InputError(f"{path} is empty: expected a {what} of {expected}")
     return text
 
 
