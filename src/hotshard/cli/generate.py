@@ -6,6 +6,8 @@ import click
 
 from hotshard.cli._console import RowsBar, warn
 from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Seconds
+from hotshard.profile import KEY_SCALINGS
+from hotshard.workload import FORMATS, TAIL_MODES
 
 
 @click.command()
@@ -17,7 +19,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Secon
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed: same seed, same bytes, whatever --workers.")
 @click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "jsonl"]),
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
               help="Output format [default: from OUT's extension, else parquet].")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Threads generating chunks ahead of the writer (GIL-free kernels).")
@@ -25,7 +27,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Secon
               help="Scale the profile to this many distinct keys. Head keys keep their IDs and "
                    "shares (the hot channels stay hot) and the tail keeps its share of events, "
                    "spread over more, rarer keys (see --key-scaling).")
-@click.option("--key-scaling", type=click.Choice(["dilute", "extend"]), default="dilute",
+@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS), default="dilute",
               show_default=True,
               help="How --keys grows the tail: dilute keeps every share (above); extend adds "
                    "keys as popular as the old tail keys, so the tail's share grows and the "
@@ -34,7 +36,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Secon
               help="Mean messages per second [default: the profile's, else 3000].")
 @click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
               "sets --events.")
-@click.option("--tail", type=click.Choice(["power_law", "histogram"]), default="power_law",
+@click.option("--tail", type=click.Choice(TAIL_MODES), default="power_law",
               show_default=True, help="Tail model: the fitted law or the exact histogram.")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
               help="A big event: SHARE of all traffic goes to KEY between START and END "

@@ -10,9 +10,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ALTERNATIVE_NAMES", "DiscretePowerLaw", "PowerLawFit", "fit_power_law",
+__all__ = ["ALTERNATIVE_NAMES", "KEY_SCALINGS", "DiscretePowerLaw", "PowerLawFit", "fit_power_law",
            "keys_look_integer"]
 
+# How a profile's key space is rescaled (Profile.scaled explains both).
+KEY_SCALINGS = ("dilute", "extend")
 # Alternatives a power-law fit can be compared with (Vuong tests); see profile.alternatives.
 ALTERNATIVE_NAMES = ("lognormal", "exponential", "truncated_power_law")
 

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
+from hotshard.profile import KEY_SCALINGS
 from hotshard.profile.placement import PlacementRecord, parse_placement
 
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
@@ -277,8 +278,6 @@ class Profile:
             scaled["key_scaling"] = key_scaling
         return replace(self, dist=dist, operations=ops, source={**self.source, "scaled": scaled})
 
-
-KEY_SCALINGS = ("dilute", "extend")
 
 
 def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None,

@@ -186,10 +186,10 @@ def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
     import duckdb
 
     from hotshard.profile.count import resolve_inputs
-    from hotshard.profile.engines.duckdb_engine import _READERS, _lit
+    from hotshard.profile.engines.duckdb_engine import source_sql
 
     files, fmt = resolve_inputs([path])
-    src = _READERS[fmt].format(files="[" + ", ".join(_lit(f) for f in files) + "]")
+    src = source_sql(fmt, files)
     con = duckdb.connect()
     try:
         cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]

@@ -17,12 +17,12 @@ from numpy.typing import NDArray
 from hotshard.errors import InputError
 from hotshard.profile.model import BINS_PER_DECADE, EXACT_LIMIT, KeyDistribution, Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
+from hotshard.workload import TAIL_MODES
 from hotshard.workload.placed_tail import PlacedTail, place_tail
 from hotshard.workload.sampler import ClassSampler
 
 __all__ = ["ProfileSampler", "from_profile", "tail_classes"]
 
-TAIL_MODES = ("power_law", "histogram")
 
 
 def _round_keys(expected: NDArray[np.float64], total: int) -> NDArray[np.int64]:
