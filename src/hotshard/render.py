@@ -134,10 +134,15 @@ def prediction_summary(pred) -> str:
         if abs(total - 1.0) > 5e-4:
             import textwrap
 
+            w = pred.whatif
+            why = []
+            if w.get("cache_hit") or w.get("coalesce"):
+                why.append("cache hits and coalesced reads reach no shard")
+            if w.get("replicas", 1) > 1:
+                why.append(f"a shard's reads are split over its {w['replicas']} replicas")
             lines += textwrap.wrap(
                 f"(shares of all requests before mitigation that reach one node of each shard: "
-                f"they add to {total:.1%}, not 100%, since cache hits and coalesced reads reach "
-                "no shard and a shard's reads are split over its replicas)",
+                f"they add to {total:.1%}, not 100%, since {' and '.join(why)})",
                 width=96, initial_indent="    ", subsequent_indent="     ")
         lines += after[1:]
     return "\n".join(lines)
