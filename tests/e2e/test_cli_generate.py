@@ -5,16 +5,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli, shared
+from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
-def profile_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("prof") / "web07.json"
-    res = run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key",
-                  "-o", str(path))
-    assert res.returncode == 0, res.stderr
-    return path
+def profile_path(web07_path):
+    return web07_path
 
 
 def test_generate_verify_and_reproduce(tmp_path, profile_path):

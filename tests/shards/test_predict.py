@@ -62,8 +62,8 @@ def test_prediction_without_placement_is_calibrated(recorded, trace):
         assert np.max(np.abs(pred.shares - truth)) < 0.5 * np.max(np.abs(own - truth))
 
 
-def test_web07_prediction_beats_uniform_tenfold():
-    prof = count_profile([str(shared("traces", "web07.parquet"))], key="key")
+def test_web07_prediction_beats_uniform_tenfold(web07_profile):
+    prof = web07_profile
     for n in (16, 64, 256):
         part = make_partitioner("kafka", n, key_type="bigint")
         truth = true_shares("web07", part)

@@ -10,12 +10,12 @@ from hotshard.profile.fit import fit_power_law
 from hotshard.workload.generate import parse_dist, plan_workload, verify_file
 from hotshard.workload.messages import make_chunk, write_events
 from hotshard.workload.scenario import Arrivals, parse_event
-from tests.conftest import shared
+from tests.conftest import shared, trace_profile
 
 
 @pytest.fixture(scope="module")
 def orm():
-    return count_profile([str(shared("traces", "orm-busy.parquet"))], key="key")
+    return trace_profile("orm-busy")
 
 
 def test_round_trip_keeps_head_in_band_and_tail_alpha(tmp_path, orm):
@@ -106,8 +106,7 @@ def test_diurnal_arrivals_follow_the_curve():
 
 
 def test_sizes_follow_profile_quantiles():
-    prof = count_profile([str(shared("traces", "cloudphysics.parquet"))], key="lbn",
-                         size="size", op="op")
+    prof = trace_profile("cloudphysics", size="size", op="op")
     plan = plan_workload(profile=prof, dist=None, events=200_000, seed=1)
     sizes = make_chunk(plan, 0).column("size").to_numpy()
     for q, v in prof.sizes["quantiles"].items():
