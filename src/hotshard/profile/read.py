@@ -76,7 +76,8 @@ def _read_plain(path: str) -> FitInput:
             if len(line.split()) > 1:
                 raise InputError(
                     f"{path} line {i} has several fields: expected one number per line "
-                    "(use --column NAME for a table, --histogram for value<TAB>count)"
+                    "(for a table, name the column to read; for value<TAB>count lines, read "
+                    "it as a histogram)"
                 )
     if lines and lines[0].strip() and not _is_number(lines[0].strip()):
         first = lines[0].strip().decode(errors="replace")
@@ -203,7 +204,7 @@ def read_fit_input(
     """
     path = os.fspath(path)
     if column is not None and histogram:
-        raise InputError("--column and --histogram are exclusive: a histogram has two columns")
+        raise InputError("column and histogram are exclusive: a histogram has two columns")
     if histogram:
         return _read_histogram(path)
     if column is not None:

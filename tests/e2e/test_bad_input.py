@@ -1,0 +1,208 @@
+"""User mistakes end in one line `hotshard: error: ...`, exit status 2, and nothing on disk.
+
+Each case runs the real entry point (in-process, or a real process for SIGTERM) and checks the
+three promises of the README: one line naming what is wrong, status 2 (no traceback), and no
+output file nor hidden temporary file (``.NAME.*.tmp``) left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def assert_refused(res, directory: Path, output: str | None, *words: str) -> str:
+    """Exit 2, one `hotshard: error:` line holding ``words``, no output or temp file."""
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("hotshard: error: "), res.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    if output is not None:
+        name = Path(output).name
+        assert not (directory / output).is_file()
+        assert not list(directory.rglob(f".{name}.*.tmp")), list(directory.rglob(".*"))
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def small_profile(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("prof")
+    (folder / "c.csv").write_text("k,n\n" + "".join(f"key{i},{1000 // i}\n"
+                                                    for i in range(1, 400)))
+    res = run_cli("profile", "c.csv", "--key", "k", "--counts", "n", "-o", "p.json", "-q",
+                  cwd=folder)
+    assert res.returncode == 0, res.stderr
+    return folder / "p.json"
+
+
+# 1. counts that are not whole numbers of events
+
+@pytest.mark.parametrize(("cell", "words"), [
+    ("NaN", ["NaN"]),
+    ("1e30", ["1e30", "2^53"]),
+    ("-3", ["negative count (-3)"]),
+    ("2.5", ["fractional count (2.5)"]),
+])
+def test_profile_refuses_bad_counts_cells(tmp_path, cell, words):
+    (tmp_path / "counts.csv").write_text(f"k,n\na,4\nb,{cell}\nc,2\n")
+    res = run_cli("profile", "counts.csv", "--key", "k", "--counts", "n", "-o", "p.json",
+                  cwd=tmp_path)
+    line = assert_refused(res, tmp_path, "p.json", "counts column 'n'", "row 2 of counts.csv",
+                          *words)
+    assert "--counts" not in line  # the library names the column, not the flag
+
+
+# 2. rows without a key are dropped, and the user is told how many
+
+def test_profile_drops_empty_and_null_keys_and_says_so(tmp_path):
+    (tmp_path / "events.csv").write_text('k,v\na,1\n,2\n"",3\nb,4\na,5\n')
+    res = run_cli("profile", "events.csv", "--key", "k", "-o", "p.json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "hotshard: note: dropped 2 rows with an empty or null key" in res.stderr
+    assert "3 events, 2 keys" in res.stdout
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["source"]["null_keys"] == 2
+    assert "" not in doc["head"]["keys"]
+
+
+# 3. ring / slots / map / chunks files that are not text
+
+LAYOUT_FILES = [
+    (["-p", "cassandra", "-n", "3", "--ring-file"], "Cassandra ring file", "'token node'"),
+    (["-p", "redis-cluster", "--slots-map"], "Redis Cluster slots map", "'start end node'"),
+    (["-p", "map", "--map"], "key-to-shard map", "'key,shard'"),
+    (["-p", "mongodb", "--chunks"], "MongoDB chunks file", "'min max shard'"),
+]
+NOT_TEXT = {
+    "random": bytes(range(256))[::-1] * 4,
+    "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00",
+    "nul": b"\x00" * 32,
+    "latin1": "0 n\u0153ud-\u00e9t\u00e9\n".encode("cp1252"),
+}
+
+
+@pytest.mark.parametrize(("args", "what", "expected"), LAYOUT_FILES)
+@pytest.mark.parametrize("kind", list(NOT_TEXT))
+def test_shard_refuses_layout_files_that_are_not_text(tmp_path, args, what, expected, kind):
+    (tmp_path / "layout").write_bytes(NOT_TEXT[kind])
+    res = run_cli("shard", "k", *args, "layout", cwd=tmp_path)
+    assert_refused(res, tmp_path, None, f"layout is not a text {what}", f"expected {expected}")
+
+
+@pytest.mark.parametrize(("args", "what", "expected"), LAYOUT_FILES)
+def test_shard_refuses_empty_layout_files(tmp_path, args, what, expected):
+    (tmp_path / "layout").write_bytes(b"")
+    res = run_cli("shard", "k", *args, "layout", cwd=tmp_path)
+    assert_refused(res, tmp_path, None, "layout is empty", what, expected)
+
+
+# 4. outputs that cannot be written
+
+def _commands(profile: Path, out: str) -> dict[str, list[str]]:
+    return {
+        "profile": ["profile", "in.csv", "--key", "k", "-o", out, "-q"],
+        "generate": ["generate", "--dist", "uniform:100", "--events", "100", "-o", out, "-q"],
+        "fit": ["fit", "nums.txt", "-o", out],
+        "inspect": ["inspect", str(profile), "--plot", out],
+    }
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    (tmp_path / "in.csv").write_text("k\na\nb\na\n")
+    (tmp_path / "nums.txt").write_text("".join(f"{1000 // i}\n" for i in range(1, 300)))
+    (tmp_path / "somefile.txt").write_text("keep me\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["profile", "generate", "fit", "inspect"])
+def test_output_onto_an_existing_directory(workdir, small_profile, command):
+    (workdir / "out.png").mkdir()  # .png so that inspect --plot gets past the image type
+    res = run_cli(*_commands(small_profile, "out.png")[command], cwd=workdir)
+    assert_refused(res, workdir, None, "cannot write out.png", "is a directory")
+    assert (workdir / "out.png").is_dir() and not list((workdir / "out.png").iterdir())
+    assert not list(workdir.glob(".out.png.*"))
+
+
+@pytest.mark.parametrize("command", ["profile", "generate", "fit", "inspect"])
+@pytest.mark.parametrize("parent", ["no-such-dir", "somefile.txt"])
+def test_output_where_no_file_can_be(workdir, small_profile, command, parent):
+    # root ignores permission bits, so "cannot be written" is a missing or non-directory parent
+    out = f"{parent}/out.png"
+    res = run_cli(*_commands(small_profile, out)[command], cwd=workdir)
+    assert_refused(res, workdir, None, f"cannot write {out}", parent)
+    assert (workdir / "somefile.txt").read_text() == "keep me\n"
+    assert not (workdir / "no-such-dir").exists()
+
+
+# 5. plot image types
+
+def test_inspect_plot_unknown_image_type(tmp_path, small_profile):
+    res = run_cli("inspect", str(small_profile), "--plot", "x.txt", cwd=tmp_path)
+    assert_refused(res, tmp_path, "x.txt", "unknown image type .txt", ".png")
+
+
+def test_inspect_plot_svg(tmp_path, small_profile):
+    res = run_cli("inspect", str(small_profile), "--plot", "x.svg", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "<svg" in (tmp_path / "x.svg").read_text()
+    assert not list(tmp_path.glob(".x.svg.*"))
+
+
+# 6. a run far beyond the free disk is refused before it starts
+
+def test_generate_refuses_quickly_beyond_free_disk(tmp_path):
+    start = time.monotonic()
+    res = run_cli("generate", "--dist", "uniform:1e6", "--events", "1e15", "-o", "big.parquet",
+                  cwd=tmp_path)
+    assert time.monotonic() - start < 20  # an estimate, not a write: seconds at most
+    assert_refused(res, tmp_path, "big.parquet", "need about", "free")
+    assert list(tmp_path.iterdir()) == []
+
+
+# 7. SIGTERM half-way: nothing left behind
+
+def test_sigterm_during_generate_leaves_nothing(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotshard", "generate", "--dist", "zipf:1.1:1e6",
+         "--events", "3e8", "-o", "out.parquet", "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob(".out.parquet.*.tmp")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "generate never started writing"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, (proc.returncode, err)
+    assert err.strip().splitlines() == ["hotshard: terminated; nothing was written"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# 8. outputs get the user's usual permissions, not mkstemp's 0600
+
+def test_profile_output_gets_umask_permissions(tmp_path):
+    (tmp_path / "in.csv").write_text("k\na\nb\na\n")
+    previous = os.umask(0o022)
+    try:
+        res = run_cli("profile", "in.csv", "--key", "k", "-o", "p.json", "-q", cwd=tmp_path)
+    finally:
+        os.umask(previous)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
