@@ -218,9 +218,9 @@ def count_profile(
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if top_k < 1:
-        raise InputError(f"top-k must be >= 1, got {top_k}")
+        raise InputError(f"top_k must be >= 1, got {top_k}")
     if min_count < 1:
-        raise InputError(f"min-count must be >= 1, got {min_count}")
+        raise InputError(f"min_count must be >= 1, got {min_count}")
     if pseudonymize_secret is not None and not placements:
         raise InputError("--pseudonymize needs at least one --partitioner P --shards N: "
                          "without real keys, placement must be recorded now")
