@@ -8,9 +8,8 @@ gets (0666 less the umask), not the 0600 of a temporary file.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -18,14 +17,6 @@ from typing import IO
 from hotshard.errors import InputError
 
 __all__ = ["atomic_write", "check_writable"]
-
-
-@functools.cache
-def _umask() -> int:
-    """The process umask (read by setting and restoring it: there is no getter)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:
@@ -40,6 +31,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; name a file inside it")
     directory = target.parent if str(target.parent) else Path(".")
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"cannot write {target}: {directory} is a file, not a directory")
     if not directory.is_dir():
         raise InputError(f"cannot write {target}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
@@ -47,6 +40,20 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"cannot write {target}: the file is read-only")
     return target
+
+
+def _create_temporary(target: Path) -> tuple[int, str]:
+    """A new hidden file beside ``target``, created 0666 so the system applies the umask."""
+    directory = target.parent if str(target.parent) else Path(".")
+    for _ in range(100):
+        name = str(directory / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666), name
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError(f"cannot write {target}: {exc.strerror}") from exc
+    raise InputError(f"cannot write {target}: no free temporary name in {directory}")
 
 
 @contextlib.contextmanager
@@ -57,17 +64,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     is left untouched.
     """
     target = check_writable(path)
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                        dir=target.parent if str(target.parent) else ".")
-    except OSError as exc:
-        raise InputError(f"cannot write {target}: {exc.strerror}") from exc
+    fd, tmp_name = _create_temporary(target)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

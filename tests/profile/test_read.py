@@ -51,7 +51,7 @@ def test_histogram_with_header(tmp_path):
     [
         ("", {}, "is empty"),
         ("1\n2\nabc\n", {}, "line 3: 'abc' is not a number"),
-        ("count\n1\n2\n", {}, "a header\\? use --column count"),
+        ("count\n1\n2\n", {}, "a header\\? read it as a table column named 'count'"),
         ("1 2\n3\n", {}, "line 1 has several fields"),
         ("a,b\n1,2\n", {"column": "c"}, "no column 'c'; its header is: a,b"),
         ("a,b\nx,2\ny,3\n", {"column": "a"}, "non-numeric values such as 'x'"),
@@ -86,5 +86,5 @@ def test_truncated_parquet(tmp_path):
 def test_parquet_needs_a_column(tmp_path):
     f = tmp_path / "t.parquet"
     pq.write_table(pa.table({"n": [1, 2]}), f)
-    with pytest.raises(InputError, match="--column"):
+    with pytest.raises(InputError, match="is a Parquet table: name the column to read"):
         read_fit_input(f)

@@ -58,7 +58,7 @@ def test_stand_in_keys_land_on_the_recorded_shards(pair):
 
 
 def test_pseudonymize_needs_a_partitioner_and_a_real_secret(tmp_path):
-    with pytest.raises(InputError, match="needs at least one --partitioner"):
+    with pytest.raises(InputError, match="needs at least one partitioner"):
         count_profile([str(shared("traces", "web07.parquet"))], key="key",
                       pseudonymize_secret=SECRET)
     short = tmp_path / "s"

@@ -119,8 +119,8 @@ def inspect(profile_path, as_json, plot):
         from hotshard._atomic import check_writable
         from hotshard.report.rank_frequency import image_format
 
-        image_format(plot)
         check_writable(plot)
+        image_format(plot)
     loaded = Profile.load(profile_path)
     summary = summarize(loaded)
     if plot:

@@ -222,7 +222,7 @@ def count_profile(
     if min_count < 1:
         raise InputError(f"min_count must be >= 1, got {min_count}")
     if pseudonymize_secret is not None and not placements:
-        raise InputError("--pseudonymize needs at least one --partitioner P --shards N: "
+        raise InputError("pseudonymizing needs at least one partitioner with its shard count: "
                          "without real keys, placement must be recorded now")
     if counts is not None and (size or time_col):
         raise InputError("size and time columns need event rows; they cannot be used with "

@@ -82,7 +82,8 @@ def _read_plain(path: str) -> FitInput:
     if lines and lines[0].strip() and not _is_number(lines[0].strip()):
         first = lines[0].strip().decode(errors="replace")
         raise InputError(
-            f"{path} line 1: {first!r} is not a number (a header? use --column {first})"
+            f"{path} line 1: {first!r} is not a number (a header? read it as a table column "
+            f"named {first!r})"
         )
     nonblank = [ln.strip() for ln in lines if ln.strip()] if len(tokens) != len(lines) else tokens
     return FitInput(_parse_numbers(nonblank, f"{path} line"), None, path)
@@ -210,5 +211,5 @@ def read_fit_input(
     if column is not None:
         return _read_table(path, column)
     if path.endswith((".parquet", ".pq")):
-        raise InputError(f"{path} is a Parquet table: name the column with --column")
+        raise InputError(f"{path} is a Parquet table: name the column to read")
     return _read_plain(path)
