@@ -88,3 +88,21 @@ def test_parquet_needs_a_column(tmp_path):
     pq.write_table(pa.table({"n": [1, 2]}), f)
     with pytest.raises(InputError, match="is a Parquet table: name the column to read"):
         read_fit_input(f)
+
+
+@pytest.mark.parametrize("content", [
+    b"1\n22\n333\n", b"7", b"0\n10\n", b"123456789012345678\n",  # the digits-only fast path
+    b"1\r\n2\r\n", b" 3\n4 \n", b"1\n\n2\n", b"1234567890123456789\n", b"2.0\n3\n",  # general
+])
+def test_every_plain_layout_reads_the_same_numbers(tmp_path, content):
+    f = tmp_path / "n.txt"
+    f.write_bytes(content)
+    want = [int(tok) if tok.isdigit() else int(float(tok)) for tok in content.split()]
+    assert read_fit_input(f).values.tolist() == want
+
+
+def test_fast_path_matches_the_general_parser_on_many_numbers(tmp_path):
+    values = np.random.default_rng(5).integers(0, 10**17, 100_000)
+    f = tmp_path / "big.txt"
+    f.write_text("\n".join(map(str, values)) + "\n")
+    assert np.array_equal(read_fit_input(f).values, values)
