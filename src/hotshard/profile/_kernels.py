@@ -14,6 +14,10 @@ result is decided, with two *exact* prunings:
 The Hurwitz zeta function and its first two derivatives in ``s`` come from one Euler-Maclaurin
 evaluation (the method of Cephes' ``zeta``), differentiated term by term; they are checked
 against ``scipy.special.zeta`` and mpmath in the tests.
+
+Loading these kernels costs about half a second per process (numba's import and CPU target),
+so small scans run instead in ``_vector``, a numpy twin of the same arithmetic without the
+pruning; ``fit._scan`` chooses. A change to the math here belongs there too.
 """
 
 from __future__ import annotations
@@ -23,24 +27,19 @@ import math
 import numpy as np
 from numba import njit
 
-# B_{2j} / (2j)! for j = 1..12: the Euler-Maclaurin correction coefficients.
-_BERNOULLI_2J = (
-    1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0, 7.0 / 6.0,
-    -3617.0 / 510.0, 43867.0 / 798.0, -174611.0 / 330.0, 854513.0 / 138.0, -236364091.0 / 2730.0,
-)
-EM_COEFFS = np.array(
-    [b / math.factorial(2 * (j + 1)) for j, b in enumerate(_BERNOULLI_2J)], dtype=np.float64
-)
+from hotshard.profile import _vector
 
+# Constants shared with the numpy twin (numba freezes them at compile time: see _vector).
+EM_COEFFS = _vector.EM_COEFFS
 # Direct summation until q + N >= SHIFT + s, then the asymptotic series converges to ~1e-16.
-_SHIFT = 16.0
+_SHIFT = _vector.SHIFT
 # Tail gaps up to this many integers are summed term by term; larger ones call zeta directly.
 _GAP_DIRECT = 48
 # Exponents beyond this are treated as a degenerate tail (alpha = inf).
-_ALPHA_MAX = 1e4
+_ALPHA_MAX = _vector.ALPHA_MAX
 # Exponents are kept above 1; a truncated tail flatter than that has no power-law fit here.
-_ALPHA_MIN = 1.0 + 1e-10
-_ALPHA_MIN_TRUNCATED = 1.01
+_ALPHA_MIN = _vector.ALPHA_MIN
+_ALPHA_MIN_TRUNCATED = _vector.ALPHA_MIN_TRUNCATED
 
 
 @njit(cache=True, nogil=True)
