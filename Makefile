@@ -67,6 +67,9 @@ test: install-test
 bench: java $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_profile.py
+	$(BIN)/python benchmarks/bench_sampler.py
+	$(BIN)/python benchmarks/bench_partition.py
+	$(BIN)/python benchmarks/bench_startup.py
 
 lock:
 	{ echo "# Versions the test suite was run with (pip freeze of $(VENV); hotshard excluded)."; \

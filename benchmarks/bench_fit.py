@@ -34,7 +34,7 @@ def main() -> None:
     except ImportError:
         raise SystemExit("the baseline needs powerlaw: pip install -e '.[bench]'") from None
 
-    fit_power_law(np.random.default_rng(0).zipf(args.alpha, 1000))  # load the compiled kernels
+    fit_power_law(np.random.default_rng(0).zipf(args.alpha, 1000))  # warm-up: imports, first call
     print(f"Zipf(a={args.alpha}) observations, seed {args.seed}; times are wall seconds")
     header = f"{'n':>10} {'tool':>9} {'alpha':>8} {'xmin':>5} {'seconds':>9}"
     print(header)
