@@ -30,6 +30,20 @@ def test_more_keys_keep_the_head_hot_and_pass_verify(tmp_path, web07_path, web07
     verified = run_cli("generate", "--verify", str(web07_path), str(out), "--keys", "1e9")
     assert verified.returncode == 0, verified.stdout
     assert "result: pass" in verified.stdout
+    # the Parquet file records how it was made, so verifying needs no repeated options
+    recorded = run_cli("generate", "--verify", str(web07_path), str(out))
+    assert recorded.returncode == 0 and "result: pass" in recorded.stdout, recorded.stdout
+
+
+def test_verify_of_a_scaled_csv_says_which_option_is_missing(tmp_path, web07_path):
+    out = tmp_path / "big.csv"
+    assert run_cli("generate", str(web07_path), "--keys", "1e8", "--events", "2e5",
+                   "-o", str(out), "-q").returncode == 0
+    plain = run_cli("generate", "--verify", str(web07_path), str(out))
+    assert plain.returncode == 1
+    assert "more distinct tail keys than the profile" in plain.stdout
+    scaled = run_cli("generate", "--verify", str(web07_path), str(out), "--keys", "1e8")
+    assert scaled.returncode == 0, scaled.stdout
 
 
 def test_extend_scaling_is_explicit_and_dilutes_the_head(tmp_path, web07_path, web07_profile):

@@ -36,8 +36,9 @@ from hotshard.workload import FORMATS, TAIL_MODES
               help="Mean messages per second [default: the profile's, else 3000].")
 @click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
               "sets --events.")
-@click.option("--tail", type=click.Choice(TAIL_MODES), default="power_law",
-              show_default=True, help="Tail model: the fitted law or the exact histogram.")
+@click.option("--tail", type=click.Choice(TAIL_MODES),
+              help="Tail model: the fitted law or the exact histogram [default: power_law; "
+                   "--verify: what the Parquet file records, else power_law].")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
               help="A big event: SHARE of all traffic goes to KEY between START and END "
                    "(e.g. 4711:0.4:10m:40m), times from the start of the run, which must "
@@ -54,8 +55,9 @@ from hotshard.workload import FORMATS, TAIL_MODES
 @click.option("--shards", "follow_shards", type=click.IntRange(min=1),
               help="Shard count for --partitioner.")
 @click.option("--verify", is_flag=True,
-              help="Check OUT against PROFILE instead of generating (head shares, tail); give "
-                   "the same --keys/--key-scaling/--tail the file was generated with.")
+              help="Check OUT against PROFILE instead of generating (head shares, tail). A "
+                   "Parquet OUT records its --keys/--key-scaling/--tail; for CSV or JSON "
+                   "lines give the ones it was generated with.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
              tail, hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):
@@ -81,12 +83,15 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         if len(args) != 2:
             raise click.UsageError("--verify takes PROFILE OUT")
         from hotshard.render import verify_summary
-        from hotshard.workload.generate import verify_file
+        from hotshard.workload.generate import generation_options, verify_file
 
         prof = Profile.load(args[0])
+        made = generation_options(args[1])  # what the file says it was made with
+        if keys is None and "keys" in made:
+            keys, key_scaling = int(made["keys"]), made.get("key_scaling", "dilute")
         if keys is not None:
             prof = prof.scaled(keys=keys, key_scaling=key_scaling)
-        report = verify_file(prof, args[1], tail=tail)
+        report = verify_file(prof, args[1], tail=tail or made.get("tail", "power_law"))
         click.echo(verify_summary(report, args[1]))
         if not report.passed:
             raise click.exceptions.Exit(1)
@@ -114,7 +119,8 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         follow = recorded_partitioner(prof.placement, follow_name, follow_shards)
     plan = plan_workload(
         profile=prof, dist=dist, events=events, seed=seed,
-        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling, tail=tail,
+        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling,
+        tail=tail or "power_law",
         hot_events=tuple(hot_events), diurnal=diurnal,
         start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow)
     for message in plan.notes:

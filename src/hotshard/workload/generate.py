@@ -4,7 +4,7 @@ verify a generated file against its profile."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -153,10 +153,16 @@ def plan_workload(
         f"the event on key {e.key} is cut short: it ends at {format_duration(e.end)} but the "
         f"run ends at {format_duration(run_seconds)}"
         for e in hot_events if e.end > run_seconds)
+    made = {"seed": str(int(seed))}
+    if profile is not None:
+        made["tail"] = tail
+        if keys is not None:
+            made.update(keys=str(int(keys)), key_scaling=key_scaling)
     return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
                           arrivals=arrivals, start_ms=int(start.timestamp() * 1000),
                           size_quantiles=sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, key_type=key_type, notes=notes)
+                          n_users=n_users, key_type=key_type, notes=notes,
+                          metadata=tuple(made.items()))
 
 
 # -- verification ---------------------------------------------------------------------------
@@ -205,6 +211,21 @@ def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
     return dict(zip(keys.tolist(), counts.tolist(), strict=True)), counts, int(counts.sum())
 
 
+def generation_options(path: str) -> dict[str, str]:
+    """How a Parquet file from ``generate`` was made (keys, key_scaling, tail, seed), from its
+    metadata; empty for other files (CSV and JSON lines carry none)."""
+    if not str(path).lower().endswith((".parquet", ".pq")):
+        return {}
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError):
+        return {}  # verify_file reports an unreadable file itself
+    return {k.decode()[len("hotshard."):]: v.decode() for k, v in meta.items()
+            if k.startswith(b"hotshard.")}
+
+
 def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
                 alpha: float = 0.001) -> VerifyReport:
     """Test a generated file against the profile it was generated from.
@@ -237,7 +258,14 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
                               f"{expected[worst]:.0f} expected" if head_p.size else ""))]
     head_set = set(sampler.head_ids)
     tail_counts = np.array([c for k, c in by_key.items() if k not in head_set], dtype=np.int64)
-    checks.append(_tail_check(sampler, probs, n, tail_counts, alpha))
+    tail_check = _tail_check(sampler, probs, n, tail_counts, alpha)
+    model_tail_keys = sampler.n_keys - sampler.head_size
+    if not tail_check.passed and tail_counts.size > model_tail_keys:
+        tail_check = replace(tail_check, detail=(
+            f"{tail_check.detail}; the file holds more distinct tail keys than the profile "
+            f"({model_tail_keys:,}): if it was generated with more keys, verify with that key "
+            "count"))
+    checks.append(tail_check)
     return VerifyReport(events=n, checks=tuple(checks))
 
 

@@ -48,6 +48,9 @@ class GenerationPlan:
     key_type: str = "int64"
     chunk_rows: int = CHUNK_ROWS
     notes: tuple[str, ...] = ()  # things the user should know about this plan (not errors)
+    # how the file was made (key scaling, tail model, seed), stored in Parquet metadata so
+    # that verifying it needs no repetition of the options
+    metadata: tuple[tuple[str, str], ...] = ()
 
     @property
     def n_chunks(self) -> int:
@@ -160,15 +163,17 @@ def _jsonl_lines(table) -> bytes:
     return "".join(line.to_pylist()).encode()
 
 
-def _open_writer(fmt: str, sink, first_table):
+def _open_writer(fmt: str, sink, first_table, metadata=()):
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     if fmt == "parquet":
+        schema = first_table.schema.with_metadata(
+            {f"hotshard.{k}": v for k, v in metadata} or None)
         # sequential columns delta-encode to almost nothing; dictionaries only where keys
         # repeat; zstd level 1: 2x faster than the default level for 1% more bytes
         writer = pq.ParquetWriter(
-            sink, first_table.schema, compression="zstd", compression_level=1,
+            sink, schema, compression="zstd", compression_level=1,
             use_dictionary=["channel_id", "op"],
             column_encoding={"timestamp": "DELTA_BINARY_PACKED",
                              "message_id": "DELTA_BINARY_PACKED"})
@@ -268,7 +273,7 @@ def _write_all(plan, sink, fmt, workers, progress) -> int:
     write = close = None
     for table in _chunks(plan, workers):
         if write is None:
-            write, close = _open_writer(fmt, sink, table)
+            write, close = _open_writer(fmt, sink, table, plan.metadata)
         write(table)
         written += table.num_rows
         if progress:
