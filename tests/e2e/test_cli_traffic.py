@@ -11,7 +11,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, shared
 
 
 def test_more_keys_keep_the_head_hot_and_pass_verify(tmp_path, web07_path, web07_profile):
@@ -116,3 +116,14 @@ def test_split_alone_adds_up_and_needs_no_label(web07_path):
     assert res.returncode == 0, res.stderr
     assert "top 10 keys split into 4 time-bucket sub-partitions" in res.stdout
     assert "not 100%" not in res.stdout
+
+
+def test_a_profile_with_operations_generates_traffic_that_verifies(tmp_path):
+    trace = str(shared("traces", "cloudphysics.parquet"))
+    prof, out = tmp_path / "cp.json", tmp_path / "g.parquet"
+    assert run_cli("profile", trace, "--key", "lbn", "--op", "op", "--size", "size",
+                   "-o", str(prof), "-q").returncode == 0
+    assert run_cli("generate", str(prof), "--events", "3e5", "--seed", "1", "-o", str(out),
+                   "-q").returncode == 0
+    verified = run_cli("generate", "--verify", str(prof), str(out))
+    assert verified.returncode == 0 and "result: pass" in verified.stdout, verified.stdout

@@ -9,6 +9,7 @@ from hotshard.profile.count import count_profile
 from hotshard.profile.fit import fit_power_law
 from hotshard.workload.generate import parse_dist, plan_workload, verify_file
 from hotshard.workload.messages import make_chunk, write_events
+from hotshard.workload.profile_sampler import op_mix_by_key
 from hotshard.workload.scenario import Arrivals, parse_event
 from tests.conftest import shared, trace_profile
 
@@ -171,3 +172,40 @@ def test_tail_keys_follow_the_recorded_placement(tmp_path):
     with pytest.raises(InputError, match="recorded no tail placement"):
         plan_workload(profile=prof, dist=None, events=10, seed=1,
                       follow=make_partitioner("kafka", 8, key_type="bigint"))
+
+
+def test_profiles_with_operations_keep_the_overall_keys_and_each_keys_mix():
+    # keys come from the whole profile, then each key's operation: drawing every operation
+    # from its own distribution invented keys and lost hot ones (verify failed on cloudphysics)
+    prof = trace_profile("cloudphysics", op="op")
+    plan = plan_workload(profile=prof, dist=None, events=400_000, seed=4)
+    table = make_chunk(plan, 0)
+    keys = table.column("channel_id").to_numpy()
+    ops = np.asarray(table.column("op").to_pylist())
+    n = keys.size
+    for rank in range(5):  # the hottest keys overall keep their shares (binomial, 5 sd)
+        p = prof.head_counts[rank] / prof.events
+        seen = (keys == int(prof.head_keys[rank])).mean()
+        assert abs(seen - p) < 5 * np.sqrt(p * (1 - p) / n), rank
+    writes = prof.operations["2a"]
+    hot_write = writes.head_keys[0]  # the hottest written key, also in the overall head
+    rank = prof.head_keys.index(hot_write)
+    mine = keys == int(hot_write)
+    expected = writes.head_counts[0] / prof.head_counts[rank]
+    got = (ops[mine] == "2a").mean()
+    assert abs(got - expected) <= 5 * np.sqrt(expected * (1 - expected) / mine.sum())
+
+
+def test_op_mix_rows_are_distributions():
+    prof = trace_profile("cloudphysics", op="op")
+    names, head_cum, tail_cum = op_mix_by_key(prof)
+    assert set(names) == set(prof.operations)
+    assert head_cum.shape == (len(prof.head_keys), len(names))
+    assert np.allclose(head_cum[:, -1], 1.0) and tail_cum[-1] == pytest.approx(1.0)
+    assert np.all(np.diff(head_cum, axis=1) >= -1e-12)
+    # in expectation the mix reproduces each operation's total events
+    head = np.diff(np.concatenate([np.zeros((head_cum.shape[0], 1)), head_cum], axis=1),
+                   axis=1) * prof.head_counts[:, None]
+    tail = np.diff(np.concatenate([[0.0], tail_cum])) * prof.tail.events
+    for j, op in enumerate(names):
+        assert head[:, j].sum() + tail[j] == pytest.approx(prof.operations[op].events, rel=1e-9)

@@ -13,7 +13,7 @@ from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.workload import sampler as samplers
 from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
-from hotshard.workload.profile_sampler import ProfileSampler, from_profile
+from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
 from hotshard.workload.scenario import Arrivals, HotEvent, format_duration
 
 __all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
@@ -116,12 +116,8 @@ def plan_workload(
     if profile is not None:
         if keys is not None:
             profile = profile.scaled(keys=keys, key_scaling=key_scaling)
-        op_dists = profile.operations
-        if op_dists:
-            chosen = {op: from_profile(profile, tail=tail, op=op, follow=follow)
-                      for op in op_dists}
-        else:
-            chosen = {"*": from_profile(profile, tail=tail, follow=follow)}
+        chosen = {"*": from_profile(profile, tail=tail, follow=follow)}
+        op_mix = op_mix_by_key(profile) if profile.operations else None
         shares = op_shares_of(profile)
         sizes = (profile.sizes or {}).get("quantiles") or dict(DEFAULT_SIZE_QUANTILES)
         key_type = next(iter(chosen.values())).key_type
@@ -132,7 +128,7 @@ def plan_workload(
         if follow is not None:
             raise InputError("following a placement makes tail keys follow a profile's "
                              "recorded placement: it needs a profile")
-        chosen = {"*": parse_dist(dist)}
+        chosen, op_mix = {"*": parse_dist(dist)}, None
         shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
     for event in hot_events:
         if key_type == "int64":
@@ -161,7 +157,7 @@ def plan_workload(
     return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
                           arrivals=arrivals, start_ms=int(start.timestamp() * 1000),
                           size_quantiles=sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, key_type=key_type, notes=notes,
+                          n_users=n_users, key_type=key_type, notes=notes, op_mix=op_mix,
                           metadata=tuple(made.items()))
 
 

@@ -51,6 +51,9 @@ class GenerationPlan:
     # how the file was made (key scaling, tail model, seed), stored in Parquet metadata so
     # that verifying it needs no repetition of the options
     metadata: tuple[tuple[str, str], ...] = ()
+    # (op names, cumulative op probabilities per head key, of a tail key): the operation is
+    # chosen after the key (profile_sampler.op_mix_by_key); None: independent of the key
+    op_mix: tuple | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -71,17 +74,11 @@ def _key_ids(sampler, positions):
     return positions if ids is None else ids(positions)
 
 
-def make_chunk(plan: GenerationPlan, chunk: int):
-    """Rows [chunk * chunk_rows, ...) of the run as a pyarrow Table."""
+def _ops_then_keys(plan: GenerationPlan, n: int, rng):
+    """Each event's operation from the mix, then its key from that operation's sampler."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    first = chunk * plan.chunk_rows
-    n = min(plan.chunk_rows, plan.events - first)
-    rng = np.random.default_rng(np.random.SeedSequence(plan.seed, spawn_key=(chunk,)))
-    rows = np.arange(first, first + n, dtype=np.int64)
-    offsets = plan.arrivals.times(rows, rng.random(n))
-    ts_ms = plan.start_ms + np.floor(offsets * 1000.0).astype(np.int64)
     op_names = list(plan.op_shares)
     op_idx = np.searchsorted(np.cumsum(list(plan.op_shares.values())), rng.random(n),
                              side="right").clip(0, len(op_names) - 1)
@@ -97,6 +94,40 @@ def make_chunk(plan: GenerationPlan, chunk: int):
         if keys is None:
             keys = pa.nulls(n, type=part.type)
         keys = pc.replace_with_mask(keys, pa.array(mask), part)
+    return keys, op_names, op_idx
+
+
+def _keys_then_ops(plan: GenerationPlan, n: int, rng):
+    """Each event's key from the whole profile, then its operation given the key."""
+    import pyarrow as pa
+
+    sampler = plan.samplers["*"]
+    positions = sampler.sample(n, rng)
+    keys = _key_ids(sampler, positions)
+    keys = pa.array(keys) if not isinstance(keys, pa.Array) else keys
+    names, head_cum, tail_cum = plan.op_mix
+    in_head = positions < head_cum.shape[0]
+    cum = np.broadcast_to(tail_cum, (n, tail_cum.size)).copy()
+    cum[in_head] = head_cum[positions[in_head]]
+    op_idx = (rng.random(n)[:, None] >= cum[:, :-1]).sum(axis=1)
+    return keys, list(names), op_idx
+
+
+def make_chunk(plan: GenerationPlan, chunk: int):
+    """Rows [chunk * chunk_rows, ...) of the run as a pyarrow Table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    first = chunk * plan.chunk_rows
+    n = min(plan.chunk_rows, plan.events - first)
+    rng = np.random.default_rng(np.random.SeedSequence(plan.seed, spawn_key=(chunk,)))
+    rows = np.arange(first, first + n, dtype=np.int64)
+    offsets = plan.arrivals.times(rows, rng.random(n))
+    ts_ms = plan.start_ms + np.floor(offsets * 1000.0).astype(np.int64)
+    if plan.op_mix is None:
+        keys, op_names, op_idx = _ops_then_keys(plan, n, rng)
+    else:
+        keys, op_names, op_idx = _keys_then_ops(plan, n, rng)
     for event in plan.hot_events:
         hit = event.apply(offsets, rng.random(n))
         if hit.any():

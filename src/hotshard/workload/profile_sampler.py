@@ -260,3 +260,49 @@ def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):
         return tuple(keys), "int64" if integer else "string"
     raise InputError("this pseudonymized profile records no placement that can be rebuilt "
                      "(custom ring or slot map): its head keys cannot be synthesised")
+
+
+def op_mix_by_key(profile: Profile) -> tuple[tuple[str, ...], NDArray[np.float64],
+                                             NDArray[np.float64]]:
+    """Which operation each event is, given its key: (op names, per-head-key cumulative op
+    probabilities [head x ops], cumulative op probabilities of a tail key).
+
+    A profile records each operation's distribution apart, so the same key must be drawn once
+    from the overall distribution and its operation chosen afterwards: drawing each operation
+    from its own distribution would invent keys (two unrelated synthetic tails) and lose head
+    keys that are hot overall but in no operation's head. A head key's operation counts are
+    exact where it is in that operation's head; the rest of its events, and every tail key's,
+    follow the operations' events left over once their head keys are accounted for.
+    """
+    names = tuple(profile.operations)
+    head = profile.head_keys
+    known = np.zeros((len(head), len(names)))
+    for j, op in enumerate(names):
+        dist = profile.operations[op]
+        where = {key: i for i, key in enumerate(dist.head_keys)}
+        for i, key in enumerate(head):
+            if key in where:
+                known[i, j] = dist.head_counts[where[key]]
+    totals = np.array([profile.operations[op].events for op in names], dtype=np.float64)
+    left = np.maximum(totals - known.sum(axis=0), 0.0)  # each op's events not yet placed
+    unknown = np.maximum(np.asarray(profile.head_counts, dtype=np.float64) - known.sum(axis=1),
+                         0.0)
+    # Place the unplaced events: rows are the head keys' unknown parts plus the whole tail,
+    # columns the operations; a head key gets none of an operation whose head it is in (its
+    # count there is exact). Iterative proportional fitting matches both margins, so every
+    # operation keeps its total events in expectation.
+    rows = np.append(unknown, profile.tail.events)
+    allowed = np.vstack([known == 0, np.ones(len(names), dtype=bool)]).astype(np.float64)
+    allowed[allowed.sum(axis=1) == 0] = 1.0
+    place = allowed * (left / left.sum() if left.sum() > 0 else 1.0 / len(names))
+    for _ in range(200):
+        place *= (rows / np.maximum(place.sum(axis=1), 1e-300))[:, None]
+        place *= left / np.maximum(place.sum(axis=0), 1e-300)
+        if np.allclose(place.sum(axis=1), rows, rtol=1e-12, atol=1e-9):
+            break
+    tail_row = place[-1]
+    tail_p = tail_row / tail_row.sum() if tail_row.sum() > 0 else totals / totals.sum()
+    mix = known + place[:-1]
+    sums = mix.sum(axis=1, keepdims=True)
+    mix = np.divide(mix, sums, out=np.tile(tail_p, (len(head), 1)), where=sums > 0)
+    return names, np.cumsum(mix, axis=1), np.cumsum(tail_p)
