@@ -127,3 +127,65 @@ def test_a_profile_with_operations_generates_traffic_that_verifies(tmp_path):
                    "-q").returncode == 0
     verified = run_cli("generate", "--verify", str(prof), str(out))
     assert verified.returncode == 0 and "result: pass" in verified.stdout, verified.stdout
+
+
+def _one_error_line(res) -> str:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hotshard: error:"), res.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["PROFILE", "--events", "1e5", "--keys", "1e19"], "keys must be at most 1e+15"),
+    (["PROFILE", "--events", "1e5", "--keys", "1e30"], "keys must be at most 1e+15"),
+    (["--dist", "uniform:1e19", "--events", "1e3"], "n_keys must be at most 1e+15"),
+    (["--dist", "uniform:inf", "--events", "10"], "key count must be an integer"),
+    (["--events", "10"], "give a PROFILE or --dist SPEC"),
+    (["PROFILE", "--dist", "uniform:9", "--events", "10"], "not both"),
+    (["PROFILE", "--events", "10", "--partitioner", "kafka"], "needs --shards N"),
+    (["PROFILE", "--events", "1e3", "--rate", "10", "--duration", "1h"],
+     "1,000 events at 10/s last 1m40s, not 1h"),
+    (["PROFILE", "--events", "1e6", "--event", "71:0.6:1m:2m", "--event", "73:0.6:1m30s:3m"],
+     "at 1m30s into the run the events on 71 (0.6), 73 (0.6) ask for 120% of all traffic"),
+])
+def test_impossible_workloads_are_refused(tmp_path, web07_path, args, words):
+    args = [str(web07_path) if a == "PROFILE" else a for a in args]
+    res = run_cli("generate", *args, "-o", str(tmp_path / "g.parquet"))
+    assert words in _one_error_line(res)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("out", "fmt", "words"), [
+    ("g.csv.gz", None, "g.csv.gz from its name"),
+    ("g.txt", None, "cannot tell the format"),
+    ("g.parquet", "csv", "names a parquet file but the format is csv"),
+])
+def test_the_output_name_and_format_must_agree(tmp_path, out, fmt, words):
+    extra = ["--format", fmt] if fmt else []
+    res = run_cli("generate", "--dist", "uniform:10", "--events", "10", "-o",
+                  str(tmp_path / out), *extra)
+    assert words in _one_error_line(res)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_duration_alone_runs_at_the_default_rate(tmp_path):
+    out = tmp_path / "d.csv"
+    res = run_cli("generate", "--dist", "uniform:10", "--duration", "2s", "-o", str(out), "-q")
+    assert res.returncode == 0, res.stderr
+    assert len(out.read_text().splitlines()) == 1 + 6000  # header + 2 s at 3000/s
+
+
+def test_overlapping_events_each_get_their_share(tmp_path, web07_path):
+    out = tmp_path / "e.parquet"
+    res = run_cli("generate", str(web07_path), "--events", "3e5", "--event", "71:0.5:0s:2m",
+                  "--event", "73:0.3:0s:2m", "-o", str(out), "-q")
+    assert res.returncode == 0, res.stderr
+    keys = pq.read_table(out, columns=["channel_id"]).column("channel_id").to_numpy()
+    n = keys.size  # the whole run (100 s at 3000/s) lies inside both windows
+    for key, share in ((71, 0.5), (73, 0.3)):
+        seen = (keys == key).mean()
+        # its redirected share, plus its own draws from the other 20% (each key < 2% of those);
+        # binomial slack of 6 sd either way
+        slack = 6 * (share * (1 - share) / n) ** 0.5
+        assert share - slack <= seen < share + 0.2 * 0.02 + slack, (key, seen)

@@ -209,3 +209,22 @@ def test_op_mix_rows_are_distributions():
     tail = np.diff(np.concatenate([[0.0], tail_cum])) * prof.tail.events
     for j, op in enumerate(names):
         assert head[:, j].sum() + tail[j] == pytest.approx(prof.operations[op].events, rel=1e-9)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90", 90), ("90s", 90), ("15m", 900), ("2h", 7200), ("1d", 86400), ("1h30m", 5400),
+    ("5m33s", 333), ("1.5h", 5400),
+])
+def test_durations_read_as_they_are_printed(text, seconds):
+    from hotshard.workload.scenario import format_duration, parse_duration
+
+    assert parse_duration(text) == seconds
+    assert parse_duration(format_duration(seconds)) == seconds  # what we print reads back
+
+
+@pytest.mark.parametrize("text", ["", "m", "1x", "1m2", "30s1m2", "-1s", "abc"])
+def test_malformed_durations_are_refused(text):
+    from hotshard.workload.scenario import parse_duration
+
+    with pytest.raises(InputError, match="not a duration"):
+        parse_duration(text)

@@ -20,7 +20,8 @@ from hotshard.workload import FORMATS, TAIL_MODES
               help="Seed: same seed, same bytes, whatever --workers.")
 @click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS),
-              help="Output format [default: from OUT's extension, else parquet].")
+              help="Output format [default: from OUT's extension (.parquet, .csv, .jsonl); csv "
+                   "for -, standard output].")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Threads generating chunks ahead of the writer (GIL-free kernels).")
 @click.option("--keys", type=Count(),
@@ -82,6 +83,12 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
     if verify:
         if len(args) != 2:
             raise click.UsageError("--verify takes PROFILE OUT")
+        ignored = [flag for flag, value in (("-o", output), ("--events", events),
+                                            ("--dist", dist), ("--event", hot_events))
+                   if value]
+        if ignored:
+            raise click.UsageError(f"--verify checks an existing file: {', '.join(ignored)} "
+                                   "would be ignored")
         from hotshard.render import verify_summary
         from hotshard.workload.generate import generation_options, verify_file
 
@@ -98,19 +105,24 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         return
     if len(args) > 1:
         raise click.UsageError("give at most one PROFILE")
+    if bool(args) == bool(dist):
+        raise click.UsageError("give a PROFILE or --dist SPEC" + (", not both" if dist else ""))
     if not output:
         raise click.UsageError("say where to write: -o OUT (or -o - for stdout)")
-    if follow_name and not (args and follow_shards):
-        raise click.UsageError("--partitioner P --shards N follows a PROFILE's placement")
+    if follow_name and not args:
+        raise click.UsageError("--partitioner follows a PROFILE's recorded placement: give one")
+    if follow_name and not follow_shards:
+        raise click.UsageError(f"--partitioner {follow_name} needs --shards N (the placement "
+                               "the profile recorded)")
     from datetime import UTC
 
     from hotshard._atomic import check_writable
     from hotshard.workload.generate import plan_workload
     from hotshard.workload.messages import check_disk_space, format_for_path, write_events
 
-    out_fmt = format_for_path(output, fmt)
     if output != "-":
         check_writable(output)
+    out_fmt = format_for_path(output, fmt)
     prof = Profile.load(args[0]) if args else None
     follow = None
     if follow_name:

@@ -10,9 +10,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ALTERNATIVE_NAMES", "KEY_SCALINGS", "DiscretePowerLaw", "PowerLawFit", "fit_power_law",
-           "keys_look_integer"]
+__all__ = ["ALTERNATIVE_NAMES", "KEY_SCALINGS", "MAX_KEYS", "DiscretePowerLaw", "PowerLawFit",
+           "fit_power_law", "keys_look_integer"]
 
+# The most distinct keys a workload may have: key positions and synthetic IDs are 64-bit
+# integers computed through float64, exact below 2^53; 1e15 keys is far past any real store.
+MAX_KEYS = 10**15
 # How a profile's key space is rescaled (Profile.scaled explains both).
 KEY_SCALINGS = ("dilute", "extend")
 # Alternatives a power-law fit can be compared with (Vuong tests); see profile.alternatives.

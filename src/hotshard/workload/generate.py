@@ -14,7 +14,7 @@ from hotshard.profile.model import Profile
 from hotshard.workload import sampler as samplers
 from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
-from hotshard.workload.scenario import Arrivals, HotEvent, format_duration
+from hotshard.workload.scenario import Arrivals, HotEvent, check_overlaps, format_duration
 
 __all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
 
@@ -34,7 +34,7 @@ def _num(text: str, what: str) -> float:
 
 def _count(text: str) -> int:
     value = _num(text, "the key count")
-    if value != math.floor(value) or value < 1:
+    if not math.isfinite(value) or value != math.floor(value) or value < 1:
         raise InputError(f"the key count must be an integer >= 1, got {text!r}")
     return int(value)
 
@@ -100,17 +100,26 @@ def plan_workload(
         raise InputError(f"rate must be > 0, got {rate}")
     if duration is not None and duration <= 0:
         raise InputError(f"duration must be > 0, got {duration}")
-    if events is None:
-        if rate is None or duration is None:
-            raise InputError("say how many events: events, or rate with duration")
-        events = int(round(rate * duration))
+    if events is None and duration is None:
+        raise InputError("say how many events: give their number, or a duration (at the rate "
+                         "given, else the profile's, else 3000/s)")
+    if events is not None and rate is not None and duration is not None \
+            and int(round(rate * duration)) != events:
+        raise InputError(f"{events:,} events at {rate:,g}/s last "
+                         f"{format_duration(events / rate)}, not {format_duration(duration)}: "
+                         "give two of events, rate and duration")
     if rate is None:
-        if duration is not None:
+        if events is not None and duration is not None:
             rate = events / duration
         elif profile is not None and profile.rate:
             rate = float(profile.rate["mean_rps"])
         else:
             rate = DEFAULT_RATE
+    if events is None:
+        events = int(round(rate * duration))
+        if events < 1:
+            raise InputError(f"{format_duration(duration)} at {rate:,g}/s is less than one "
+                             "event")
     start = start or datetime(2026, 1, 1, tzinfo=UTC)
     arrivals = Arrivals(float(rate), diurnal)
     if profile is not None:
@@ -137,6 +146,7 @@ def plan_workload(
             except ValueError:
                 raise InputError(f"event key {event.key!r} must be an integer: this "
                                  "workload's keys are integers") from None
+    check_overlaps(tuple(hot_events))
     run_seconds = arrivals.seconds_for(int(events))
     for event in hot_events:
         if event.start >= run_seconds:

@@ -128,8 +128,12 @@ def make_chunk(plan: GenerationPlan, chunk: int):
         keys, op_names, op_idx = _ops_then_keys(plan, n, rng)
     else:
         keys, op_names, op_idx = _keys_then_ops(plan, n, rng)
+    u = rng.random(n) if plan.hot_events else None
+    taken = np.zeros(n) if plan.hot_events else None
     for event in plan.hot_events:
-        hit = event.apply(offsets, rng.random(n))
+        # events active at the same time take disjoint slices of one uniform, so each gets
+        # exactly its share however they overlap (the plan keeps their sum <= 1)
+        hit, taken = event.apply(offsets, u, taken)
         if hit.any():
             hot = pa.scalar(int(event.key) if pa.types.is_integer(keys.type) else event.key,
                             type=keys.type)
@@ -215,18 +219,33 @@ def _open_writer(fmt: str, sink, first_table, metadata=()):
     return (lambda t: sink.write(_jsonl_lines(t))), (lambda: None)
 
 
+_EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
+               ".ndjson": "jsonl", ".json": "jsonl"}
+
+
 def format_for_path(output: str, fmt: str | None = None) -> str:
-    """The output format: ``fmt`` when given, else from the file name (csv, jsonl, parquet)."""
-    if fmt:
-        if fmt not in FORMATS:
-            raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-        return fmt
+    """The output format: from the file's extension (``-``, standard output: csv), or ``fmt``.
+
+    Raises
+    ------
+    InputError
+        The format is unknown, the extension names none of them and no format is given, or
+        the extension names another format than ``fmt`` (a .parquet file holding CSV).
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if output == "-":
+        return fmt or "csv"
     name = output.lower()
-    if output == "-" or name.endswith(".csv"):
-        return "csv"
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    return "parquet"
+    by_name = next((f for ext, f in _EXTENSIONS.items() if name.endswith(ext)), None)
+    if fmt is None and by_name is None:
+        raise InputError(f"cannot tell the format of {output} from its name: name a .parquet, "
+                         ".csv or .jsonl file, or choose the format (compressed output is not "
+                         "written; Parquet is compressed already)")
+    if fmt is not None and by_name is not None and by_name != fmt:
+        raise InputError(f"{output} names a {by_name} file but the format is {fmt}: make the "
+                         "name and the format agree")
+    return fmt or by_name
 
 
 SIZE_SAMPLE_ROWS = 1 << 16

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from hotshard.errors import InputError
+from hotshard.profile import MAX_KEYS
 from hotshard.workload import _kernels
 
 __all__ = [
@@ -54,8 +55,11 @@ def _check_n(n: int) -> int:
 
 
 def _check_keys(n_keys: float, what: str = "n_keys") -> int:
-    if int(n_keys) != n_keys or n_keys < 1:
+    if not math.isfinite(n_keys) or int(n_keys) != n_keys or n_keys < 1:
         raise InputError(f"{what} must be an integer >= 1, got {n_keys}")
+    if n_keys > MAX_KEYS:
+        raise InputError(f"{what} must be at most {MAX_KEYS:.0e} (64-bit key IDs stay exact "
+                         f"below that), got {n_keys:.3g}")
     return int(n_keys)
 
 

@@ -21,15 +21,20 @@ __all__ = ["Arrivals", "HotEvent", "parse_duration", "parse_event"]
 DAY = 86_400.0
 
 
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
 def parse_duration(text: str | float) -> float:
-    """'90', '90s', '15m', '2h', '1d' -> seconds."""
+    """'90', '90s', '15m', '2h', '1d', and compounds such as '1h30m' or '5m33s' -> seconds."""
     if isinstance(text, int | float):
         value = float(text)
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhd]?)\s*", str(text))
-        if not m:
-            raise InputError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 1d)")
-        value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        compact = str(text).replace(" ", "")
+        parts = re.findall(r"([0-9]*\.?[0-9]+)([smhd]?)", compact)
+        if not parts or "".join(n + u for n, u in parts) != compact or \
+                (len(parts) > 1 and any(not u for _, u in parts)):
+            raise InputError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 1h30m, 1d)")
+        value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not math.isfinite(value) or value < 0:
         raise InputError(f"durations must be >= 0, got {text!r}")
     return value
@@ -50,16 +55,40 @@ def format_duration(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class HotEvent:
-    """During [start, end) seconds into the run, ``share`` of all traffic goes to ``key``."""
+    """During [start, end) seconds into the run, ``share`` of all traffic is redirected to
+    ``key`` (on top of the traffic the key draws anyway)."""
 
     key: str
     share: float
     start: float
     end: float
 
-    def apply(self, times: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """Which events (given their offsets and uniforms) are taken over by the hot key."""
-        return (times >= self.start) & (times < self.end) & (u < self.share)
+    def apply(self, times: NDArray[np.float64], u: NDArray[np.float64],
+              taken: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+        """Which events (given their offsets and uniforms) this hot key takes over, and the
+        share of each event's uniform now taken by hot events (``taken``, updated)."""
+        active = (times >= self.start) & (times < self.end)
+        hit = active & (u >= taken) & (u < taken + self.share)
+        return hit, taken + self.share * active
+
+
+def check_overlaps(events: tuple[HotEvent, ...]) -> None:
+    """Events that run at the same time must not ask for more than all the traffic.
+
+    Raises
+    ------
+    InputError
+        At some moment the active events' shares add up to more than 1.
+    """
+    edges = sorted({e.start for e in events} | {e.end for e in events})
+    for t in edges:
+        active = [e for e in events if e.start <= t < e.end]
+        total = sum(e.share for e in active)
+        if total > 1.0 + 1e-12:
+            keys = ", ".join(f"{e.key} ({e.share:g})" for e in active)
+            raise InputError(f"at {format_duration(t)} into the run the events on {keys} ask "
+                             f"for {total:.0%} of all traffic: shares of events at the same "
+                             "time must add up to at most 1")
 
 
 def parse_event(spec: str) -> HotEvent:
