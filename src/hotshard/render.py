@@ -97,29 +97,55 @@ def verify_summary(report, path: str) -> str:
 
 
 def _shard_rows(pred, label: str) -> list[str]:
+    import textwrap
+
+    n = pred.n_shards
     lines = [f"  {label}: max/mean {pred.max_over_mean:.2f}; hottest shard {pred.hottest} "
              f"carries {pred.shares[pred.hottest]:.2%}"]
-    order = sorted(range(pred.n_shards), key=lambda s: -pred.shares[s])
-    show = order[:8] if pred.n_shards > 8 else order
+    order = sorted(range(n), key=lambda s: -pred.shares[s])
+    show = order[:8]
+    width = len(str(n - 1))  # the widest shard number, so the columns line up
+    show_sd = max(pred.sd[s] for s in show) >= 5e-5  # +/- 0.00% would say nothing
+    cpu_width = 0 if pred.cpu is None else max(len(f"{pred.cpu[s]:.0%}") for s in show)
     for s in show:
-        cpu = f"  cpu {pred.cpu[s]:6.0%}" if pred.cpu is not None else ""
-        sd = f" +/- {pred.sd[s]:.2%}" if pred.sd[s] > 0 else ""
-        lines.append(f"    shard {s:>4}  {pred.shares[s]:7.2%}{sd}{cpu}")
-    if pred.n_shards > 8:
+        sd = f" +/- {pred.sd[s]:.2%}" if show_sd else ""
+        cpu = f"  cpu {pred.cpu[s]:>{cpu_width}.0%}" if pred.cpu is not None else ""
+        lines.append(f"    shard {s:>{width}}  {pred.shares[s]:7.2%}{sd}{cpu}")
+    if n > 9:
         rest = pred.shares[order[8:]]
-        lines.append(f"    ... {pred.n_shards - 8} more shards between {rest.min():.2%} and "
+        lines.append(f"    ... {n - 8} more shards between {rest.min():.2%} and "
                      f"{rest.max():.2%}")
+    elif n == 9:
+        lines.append(f"    ... 1 more shard at {pred.shares[order[8]]:.2%}")
     if pred.hottest_keys:
         keys = ", ".join(f"{k} ({v:.2%})" for k, v in pred.hottest_keys)
         lines.append(f"    hot keys on shard {pred.hottest}: {keys}")
+    if pred.cpu is not None:
+        hottest = (f"The hottest, shard {pred.hottest}, reaches 100% CPU at {pred.max_rps:,.0f} "
+                   "rps in total.")
+        sat = pred.saturated
+        if sat:
+            named = ", ".join(str(s) for s in sat[:8]) + (
+                f" and {len(sat) - 8} more" if len(sat) > 8 else "")
+            verb = "saturates" if len(sat) == 1 else "saturate"
+            text = (f"warning: {len(sat)} of {n} shards {verb} at {pred.rps:,.0f} rps (CPU over "
+                    f"100%): {named}. Requests arrive faster than they are served, so their "
+                    f"queues grow without bound. {hottest}")
+        else:
+            text = f"no shard saturates at {pred.rps:,.0f} rps. {hottest}"
+        lines += textwrap.wrap(text, width=96, initial_indent="    ",
+                               subsequent_indent="      ")
     return lines
 
 
 def prediction_summary(pred) -> str:
     """`hotshard predict`: per-shard shares, against what uniform keys would show."""
+    import textwrap
+
     exact = "exact (placement recorded in the profile)" if pred.tail_exact else \
         "head exact, tail by its mean and variance"
-    lines = [f"Predicted load on {pred.partitioner} ({pred.n_shards} shards; {exact})"]
+    n = pred.n_shards
+    lines = [f"Predicted load on {pred.partitioner} ({n} shard{'' if n == 1 else 's'}; {exact})"]
     lines += _shard_rows(pred, "before" if pred.after is not None else "prediction")
     lines.append(f"  uniform keys would give every shard {pred.uniform_low:.2%} to "
                  f"{pred.uniform_high:.2%} (max/mean <= {pred.uniform_max_over_mean:.2f})")
@@ -127,14 +153,16 @@ def prediction_summary(pred) -> str:
         lines.append(f"  => shard {pred.hottest} is hot by key distribution, not by noise: "
                      f"{pred.shares[pred.hottest]:.2%} against at most {pred.uniform_high:.2%}")
     if pred.after is not None:
-        lines.append(f"  what if: {pred.whatif['text']}")
+        w = pred.whatif
+        lines += textwrap.wrap(f"what if: {w['text']}", width=96, initial_indent="  ",
+                               subsequent_indent="    ")
+        for note in w.get("notes", ()):
+            lines += textwrap.wrap(f"note: {note}", width=96, initial_indent="  ",
+                                   subsequent_indent="    ")
         after = _shard_rows(pred.after, "after")
         total = float(pred.after.shares.sum())
         lines.append(after[0])
         if abs(total - 1.0) > 5e-4:
-            import textwrap
-
-            w = pred.whatif
             why = []
             if w.get("cache_hit") or w.get("coalesce"):
                 why.append("cache hits and coalesced reads reach no shard")
@@ -145,4 +173,9 @@ def prediction_summary(pred) -> str:
                 f"they add to {total:.1%}, not 100%, since {' and '.join(why)})",
                 width=96, initial_indent="    ", subsequent_indent="     ")
         lines += after[1:]
+        a = pred.after
+        node = "node" if w.get("replicas", 1) > 1 else "shard"
+        lines.append(f"  uniform keys carrying the same load would give every {node} "
+                     f"{a.uniform_low:.2%} to {a.uniform_high:.2%} "
+                     f"(max/mean <= {a.uniform_max_over_mean:.2f})")
     return "\n".join(lines)

@@ -92,6 +92,49 @@ def test_user_mistakes_are_one_line_exit_2(tmp_path, setup, args, message):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("a,b\n1,2\n3,4\n", "t2.csv is a table, not one number per line: its header has "
+                            "columns 'a', 'b'; name one of them as the column to read "
+                            "(--column NAME)"),
+        ("a;b\n1;2\n", "its header has columns 'a', 'b'"),
+        ("requests\n1\n2\n", "t2.csv line 1: 'requests' is not a number: if it is a header, "
+                              "name 'requests' as the column to read (--column requests)"),
+    ],
+)
+def test_a_table_without_column_lists_its_columns(tmp_path, content, message):
+    (tmp_path / "t2.csv").write_text(content)
+    res = run_cli("fit", "t2.csv", cwd=tmp_path)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("hotshard: error: ") and message in lines[0]
+    assert "named 'a,b'" not in res.stderr
+
+
+def test_help_says_column_reads_a_table_with_a_header():
+    text = " ".join(run_cli("fit", "--help").stdout.split())
+    assert "--column NAME reads the column of that name" in text
+    assert "header line" in text
+
+
+def test_seed_without_bootstrap_is_noted(tmp_path):
+    words = str(shared("csn", "words.txt"))
+    res = run_cli("fit", words, "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ("hotshard: note: --seed only matters with --bootstrap N (the fit "
+                          "itself is not random): ignoring it\n")
+    assert "note" not in run_cli("fit", words).stderr
+
+
+def test_seed_with_bootstrap_needs_no_note():
+    res = run_cli("fit", str(shared("csn", "words.txt")), "--bootstrap", "4", "--seed", "1",
+                  "--workers", "1")
+    assert res.returncode == 0, res.stderr
+    assert "--seed" not in res.stderr
+
+
 def test_failed_fit_leaves_no_output_file(tmp_path):
     (tmp_path / "in.txt").write_text("5\n" * 50)
     res = run_cli("fit", "in.txt", "-o", "fit.json", cwd=tmp_path)

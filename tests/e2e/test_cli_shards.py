@@ -72,6 +72,8 @@ def test_predict_whatif_text(placed_profile):
     (["shard", "k", "-p", "dynamo", "-n", "3"], "dynamo"),
     (["shard", "k", "-p", "kafka", "-n", "0"], "--shards"),
     (["shard", "k", "-p", "kafka"], "--shards N"),
+    (["shard", "foo", "-p", "map", "-n", "3"], "--partitioner map needs --map FILE"),
+    (["predict", "p.json", "-p", "map"], "--partitioner map needs --map FILE"),
     (["shard", "abc", "-p", "cassandra", "-n", "3", "--key-type", "bigint"], "not an integer"),
     (["shard", "k", "-p", "redis-cluster", "--slots-map", "slots.txt"], "unassigned"),
     (["predict", "p.json", "-p", "kafka", "-n", "4", "--rps", "10"], "--capacity"),
@@ -86,6 +88,89 @@ def test_bad_input(tmp_path, web07_json, args, message):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hotshard: error: "), res.stderr
     assert message in lines[0]
+
+
+def test_predict_after_lists_keys_on_the_shards_basis(web07_json):
+    res = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "64", "--split-hot", "10:8",
+                  "--replicas", "3", "--cache-hit", "0.5", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    for part in (doc, doc["after"]):
+        hottest = part["hottest"]
+        assert 0 < sum(k["share"] for k in hottest["top_keys"]) <= hottest["share"]
+    # the after band is uniform keys carrying the load left: scaled, its max/mean kept
+    after = doc["after"]
+    assert after["uniform_band"]["high"] == pytest.approx(
+        doc["uniform_band"]["high"] * after["total_share"])
+    assert after["uniform_band"]["max_over_mean"] == doc["uniform_band"]["max_over_mean"]
+    text = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "64", "--split-hot", "10:8",
+                   "--replicas", "3", "--cache-hit", "0.5").stdout
+    assert "uniform keys carrying the same load would give every node" in text
+
+
+def test_predict_says_which_shards_saturate(web07_json):
+    args = ("predict", str(web07_json), "-p", "kafka", "-n", "64", "--rps", "3000")
+    res = run_cli(*args, "--capacity", "10")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "warning: 64 of 64 shards saturate at 3,000 rps (CPU over 100%): 10, 27," in text
+    assert "queues grow without bound" in text
+    assert "The hottest, shard 10, reaches 100% CPU at 272 rps in total." in text
+    doc = json.loads(run_cli(*args, "--capacity", "100", "--json").stdout)
+    assert doc["saturated"] == [10]
+    assert doc["max_rps"] == pytest.approx(100 / doc["hottest"]["share"])
+    calm = run_cli(*args, "--capacity", "1000")
+    assert "warning" not in calm.stdout and "no shard saturates at 3,000 rps" in calm.stdout
+    assert json.loads(run_cli(*args, "--capacity", "1000", "--json").stdout)["saturated"] == []
+
+
+def test_predict_says_when_it_splits_fewer_keys_than_asked(web07_json):
+    res = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "64", "--split-hot",
+                  "10000:8")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "what if: top 500 keys split into 8" in text
+    assert "note: the profile names only its 500 head keys, so only the top 500 are split, " \
+        "not the 10,000 asked for" in text
+    doc = json.loads(run_cli("predict", str(web07_json), "-p", "kafka", "-n", "64",
+                             "--split-hot", "10000:8", "--json").stdout)
+    assert doc["whatif"]["split_hot"] == "10000:8"
+    assert doc["whatif"]["split_keys_effective"] == 500
+    plain = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "64", "--split-hot", "10:8")
+    assert "note:" not in plain.stdout
+
+
+def test_predict_grammar_and_columns(web07_json):
+    one = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "1").stdout
+    assert "(1 shard;" in one and "1 shards" not in one
+    nine = run_cli("predict", str(web07_json), "-p", "kafka", "-n", "9").stdout
+    assert "... 1 more shard at " in nine
+    for n in ("12", "100000"):
+        out = run_cli("predict", str(web07_json), "-p", "kafka", "-n", n, "--rps", "3000",
+                      "--capacity", "400").stdout
+        rows = [line for line in out.splitlines() if line.startswith("    shard ")]
+        assert len(rows) == 8
+        # every column starts at the same place whatever the shard number's width
+        for column in ("%", "cpu"):
+            assert len({row.index(column) for row in rows}) == 1, rows
+
+
+def test_shard_shows_the_key_type_and_notes_mixed_keys():
+    alone = run_cli("shard", "71", "-p", "kafka", "-n", "64")
+    assert alone.returncode == 0 and alone.stderr == ""
+    assert alone.stdout.startswith("71\tshard 10  bigint  murmur2 ")
+    mixed = run_cli("shard", "71", "foobar", "-p", "kafka", "-n", "64")
+    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.stdout.splitlines()[0].startswith("71\tshard 11  text  murmur2 ")
+    note = mixed.stderr.strip()
+    assert len(note.splitlines()) == 1 and note.startswith("hotshard: note: mixed keys")
+    assert "all are hashed as text" in note and "--key-type bigint" in note
+    # said explicitly, or a store that hashes text anyway: nothing to note
+    for args in (("--key-type", "text", "-p", "kafka", "-n", "64"),
+                 ("-p", "redis-cluster", "-n", "3")):
+        res = run_cli("shard", "71", "foobar", *args)
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+        assert "  text  " in res.stdout.splitlines()[0]
 
 
 def test_pseudonymized_profile_end_to_end(tmp_path):

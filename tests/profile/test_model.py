@@ -32,7 +32,7 @@ def broken(web07, edit):
     ("edit", "message"),
     [
         (lambda d: d.update(format="hotshard.profile/0"), "format is 'hotshard.profile/0'"),
-        (lambda d: d.pop("totals"), "missing field 'totals'"),
+        (lambda d: d.pop("totals"), "^totals is missing: add it"),
         (lambda d: d["head"]["counts"].__setitem__(3, -5),
          r"head.counts\[3\] must be a number > 0"),
         (lambda d: d["head"]["counts"].reverse(), "most frequent first"),
@@ -57,6 +57,104 @@ def test_load_rejects_non_profiles(tmp_path, content, message):
     path = tmp_path / "p.json"
     path.write_text(content)
     with pytest.raises(ProfileError, match=message):
+        Profile.load(path)
+
+
+def test_a_json_object_that_is_no_profile_says_so_and_how_to_make_one():
+    with pytest.raises(ProfileError, match=r"not a hotshard profile \(it has no format field\)"
+                                           r".*with hotshard profile"):
+        Profile.from_dict({"a": 1})
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda d: d["tail"]["power_law"].pop("alpha"), "tail.power_law.alpha"),
+        (lambda d: d["tail"]["power_law"].pop("xmin"), "tail.power_law.xmin"),
+        (lambda d: d["totals"].pop("events"), "totals.events"),
+        (lambda d: d["tail"].pop("keys"), "tail.keys"),
+        (lambda d: d["tail"].pop("histogram"), "tail.histogram"),
+        (lambda d: d["head"].pop("counts"), "head.counts"),
+        (lambda d: d.pop("source"), "source"),
+        (lambda d: d.update(operations={"read": {**d, "totals": {"keys": 1}}}),
+         "operations.read.totals.events"),
+    ],
+)
+def test_a_missing_field_is_named_missing_by_its_path(web07, edit, path):
+    with pytest.raises(ProfileError) as info:
+        Profile.from_dict(broken(web07, edit))
+    message = str(info.value)
+    assert message.startswith(f"{path} is missing: add it ("), message
+    assert "None" not in message
+
+
+def test_a_missing_power_law_number_offers_the_histogram_alone(web07):
+    with pytest.raises(ProfileError, match="or set tail.power_law to null"):
+        Profile.from_dict(broken(web07, lambda d: d["tail"]["power_law"].pop("alpha")))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(format=None), "format is null"),
+        (lambda d: d["totals"].update(events=None),
+         "totals.events must be a number >= 0, got null"),
+        (lambda d: d["tail"].update(keys="7"), "tail.keys must be a number >= 0, got '7'"),
+        (lambda d: d["tail"]["power_law"].update(alpha=None),
+         "tail.power_law.alpha must be a number > 1, got null"),
+        (lambda d: d["tail"]["power_law"].update(ks="low"),
+         "tail.power_law.ks must be a number >= 0, got 'low'"),
+        (lambda d: d["tail"]["power_law"].update(n_tail=-1),
+         "tail.power_law.n_tail must be a number >= 0, got -1"),
+        (lambda d: d["privacy"].update(min_count=None),
+         "privacy.min_count must be a number >= 1, got null"),
+        (lambda d: d["head"]["counts"].__setitem__(0, None), r"head.counts\[0\] .* got null"),
+        (lambda d: d["head"]["keys"].__setitem__(0, 7), r"head.keys\[0\] must be a string, got 7"),
+        (lambda d: d.update(source=None), "source must be an object, got null"),
+        (lambda d: d.update(operations={"read": None}),
+         "operations.read must be an object, got null"),
+        (lambda d: d["tail"]["histogram"].update(values=True),
+         "tail.histogram.values must be a list, got true"),
+    ],
+)
+def test_a_null_or_wrong_value_is_shown_as_json_never_none(web07, edit, message):
+    with pytest.raises(ProfileError, match=message) as info:
+        Profile.from_dict(broken(web07, edit))
+    assert "None" not in str(info.value)
+
+
+def test_optional_power_law_numbers_may_be_absent_or_null(web07):
+    def edit(d):
+        d["tail"]["power_law"] = {"alpha": 2.5, "xmin": 3, "ks": None}
+    assert Profile.from_dict(broken(web07, edit)).tail.power_law["alpha"] == 2.5
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"PAR1\x15\x04\x15", r"is a Parquet file, not a profile \(JSON expected\): .*input for "
+                              "hotshard profile"),
+        (b"\x1f\x8b\x08\x00", "is gzip-compressed, not a profile"),
+        (b"\x00\x01\x02binary", "is a binary file, not a profile"),
+        (b"k,n\na,4\n", r"is not a profile \(JSON expected; line 1: Expecting value\): .*CSV"),
+        (b'{"k": "a"}\n{"k": "b"}\n', "holds JSON lines .*, not a profile: .*hotshard profile"),
+        (b'{"format": "hotshard.pro', "is not valid JSON .*a damaged profile"),
+    ],
+)
+def test_load_says_what_a_file_that_is_no_profile_is(tmp_path, content, message):
+    path = tmp_path / "x.data"
+    path.write_bytes(content)
+    with pytest.raises(ProfileError, match=message):
+        Profile.load(path)
+
+
+def test_load_names_a_real_parquet_table_without_reading_it_whole(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"key": ["a", "b", "a"]}), path)
+    with pytest.raises(ProfileError, match="events.parquet is a Parquet file, not a profile"):
         Profile.load(path)
 
 

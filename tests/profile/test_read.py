@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hotshard.errors import InputError
-from hotshard.profile.read import read_fit_input
+from hotshard.profile.read import HeaderLineError, read_fit_input
 
 
 def test_plain_lines(tmp_path):
@@ -51,7 +51,9 @@ def test_histogram_with_header(tmp_path):
     [
         ("", {}, "is empty"),
         ("1\n2\nabc\n", {}, "line 3: 'abc' is not a number"),
-        ("count\n1\n2\n", {}, "a header\\? read it as a table column named 'count'"),
+        ("count\n1\n2\n", {}, "'count' is not a number: if it is a header, name 'count' as "
+                               "the column to read"),
+        ("1,2\n3,4\n", {}, "line 1 '1,2' has several fields: expected one number per line"),
         ("1 2\n3\n", {}, "line 1 has several fields"),
         ("a,b\n1,2\n", {"column": "c"}, "no column 'c'; its header is: a,b"),
         ("a,b\nx,2\ny,3\n", {"column": "a"}, "non-numeric values such as 'x'"),
@@ -66,6 +68,35 @@ def test_bad_files(tmp_path, content, kwargs, message):
     f.write_text(content)
     with pytest.raises(InputError, match=message):
         read_fit_input(f, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("content", "columns"),
+    [
+        ("a,b\n1,2\n3,4\n", ["a", "b"]),
+        ("a\tb\n1\t2\n", ["a", "b"]),
+        ("a;b;c\n1;2;3\n", ["a", "b", "c"]),
+        ('"user id",requests\nu1,5\n', ["user id", "requests"]),
+        ("count\n1\n", ["count"]),
+    ],
+)
+def test_a_table_read_as_numbers_lists_its_header_columns(tmp_path, content, columns):
+    f = tmp_path / "t.csv"
+    f.write_text(content)
+    with pytest.raises(HeaderLineError) as info:
+        read_fit_input(f)
+    assert info.value.columns == columns
+    message = str(info.value)
+    assert "column to read" in message and "--" not in message  # no CLI flag in the library
+    if len(columns) > 1:
+        assert "its header has columns " + ", ".join(repr(c) for c in columns) in message
+        assert repr(content.split("\n")[0]) not in message  # never the whole line as a name
+
+
+def test_semicolon_table_column(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("key;count\na;5\nb;9\n")
+    assert read_fit_input(f, column="count").values.tolist() == [5, 9]
 
 
 def test_missing_file_and_directory(tmp_path):

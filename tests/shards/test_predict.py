@@ -104,3 +104,80 @@ def test_bad_whatifs():
         WhatIf(replicas=0)
     with pytest.raises(InputError, match=r"cache_hit must be a fraction in \[0, 1\], got 1.5"):
         WhatIf(cache_hit=1.5)
+
+
+WHATIFS = [
+    WhatIf(),
+    WhatIf(replicas=3),
+    WhatIf(cache_hit=0.5),
+    WhatIf(split_keys=10, split_into=8),
+    WhatIf(split_keys=10, split_into=8, replicas=3, cache_hit=0.5),
+    WhatIf(replicas=5, coalesce=0.7, hot_keys=50),
+    WhatIf(split_keys=3, split_into=2, replicas=2, cache_hit=0.9, coalesce=0.5, hot_keys=20),
+]
+
+
+@pytest.mark.parametrize("store", [("kafka", 64), ("cassandra", 12), ("jump", 7)])
+@pytest.mark.parametrize("whatif", WHATIFS, ids=lambda w: w.text())
+def test_listed_keys_never_add_up_to_more_than_their_shard(web07_profile, store, whatif):
+    part = make_partitioner(store[0], store[1], key_type="bigint")
+    pred = predict(web07_profile, part, whatif=whatif)
+    for p in (pred, pred.after) if pred.after is not None else (pred,):
+        listed = sum(share for _, share in p.hottest_keys)
+        assert 0 < listed <= p.shares[p.hottest] + 1e-12, (p.basis, listed)
+
+
+def test_key_shares_after_are_per_node_like_the_shards(web07_profile):
+    """Closed forms: writes reach every replica, the reads a cache leaves reach one of R."""
+    prof = web07_profile
+    part = make_partitioner("kafka", 64, key_type="bigint")
+    read, kept, r = 0.9, 0.5, 3  # the default read share (the profile has no operations)
+    pred = predict(prof, part, whatif=WhatIf(replicas=r, cache_hit=0.5, hot_keys=10))
+    count = dict(zip(prof.head_keys, prof.head_counts, strict=True))
+    rank = {k: i for i, k in enumerate(prof.head_keys)}
+    for key, share in pred.after.hottest_keys:
+        hot = rank[key] < 10
+        per_event = (1 - read) + read * (kept if hot else 1.0) / r
+        assert share == pytest.approx(count[key] / prof.events * per_event)
+    # the total: every event at (1 - read) + read / R, less the reads the cache absorbs
+    hot_share = prof.head_counts[:10].sum() / prof.events
+    total = (1 - read) + read / r - read * (1 - kept) / r * hot_share
+    assert pred.after.shares.sum() == pytest.approx(total)
+
+
+def test_after_uniform_band_is_scaled_to_the_load_left(web07_profile):
+    part = make_partitioner("kafka", 64, key_type="bigint")
+    pred = predict(web07_profile, part, whatif=WhatIf(replicas=3, cache_hit=0.5))
+    total = pred.after.shares.sum()
+    assert pred.after.uniform_low == pytest.approx(pred.uniform_low * total)
+    assert pred.after.uniform_high == pytest.approx(pred.uniform_high * total)
+    assert pred.after.uniform_max_over_mean == pytest.approx(pred.uniform_max_over_mean)
+    # the after shares are compared against a band on their own basis
+    assert pred.after.uniform_high < pred.uniform_high
+
+
+def test_saturated_shards_and_the_rps_at_full_cpu(web07_profile):
+    part = make_partitioner("kafka", 64, key_type="bigint")
+    pred = predict(web07_profile, part, rps=3000, capacity=100)
+    cpu = 3000 * pred.shares / 100
+    assert set(pred.saturated) == set(np.flatnonzero(cpu > 1).tolist()) and pred.saturated
+    assert pred.saturated[0] == pred.hottest
+    assert list(cpu[list(pred.saturated)]) == sorted(cpu[list(pred.saturated)], reverse=True)
+    assert pred.max_rps == pytest.approx(100 / pred.shares.max())
+    assert predict(web07_profile, part, rps=0.999 * pred.max_rps, capacity=100).saturated == ()
+    d = pred.to_dict()
+    assert d["saturated"] == list(pred.saturated) and d["max_rps"] == pred.max_rps
+    assert "saturated" not in predict(web07_profile, part).to_dict()
+
+
+def test_split_beyond_the_head_says_how_many_keys_were_split(web07_profile):
+    part = make_partitioner("kafka", 64, key_type="bigint")
+    n_head = len(web07_profile.head_keys)
+    asked = predict(web07_profile, part, whatif=WhatIf(split_keys=10 * n_head, split_into=8))
+    done = predict(web07_profile, part, whatif=WhatIf(split_keys=n_head, split_into=8))
+    assert asked.after.shares == pytest.approx(done.after.shares)
+    assert asked.whatif["split_hot"] == f"{10 * n_head}:8"
+    assert asked.whatif["split_keys_effective"] == n_head
+    assert asked.whatif["text"].startswith(f"top {n_head} keys split")
+    assert len(asked.whatif["notes"]) == 1 and f"only the top {n_head}" in asked.whatif["notes"][0]
+    assert done.whatif["notes"] == []

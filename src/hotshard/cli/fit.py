@@ -12,7 +12,9 @@ from hotshard.cli._options import AlternativeList
 
 @click.command()
 @click.argument("input_path", metavar="INPUT")
-@click.option("--column", metavar="NAME", help="Read this column of a CSV/TSV/Parquet table.")
+@click.option("--column", metavar="NAME",
+              help="INPUT is a table (CSV/TSV/semicolon-separated with a header line, or "
+                   "Parquet): read the column named NAME in its header.")
 @click.option("--histogram", is_flag=True,
               help="INPUT is a frequency histogram: 'value<TAB>count' lines, header allowed.")
 @click.option("--xmin", type=click.IntRange(min=1), metavar="N",
@@ -21,7 +23,8 @@ from hotshard.cli._options import AlternativeList
               metavar="N",
               help="Synthetic sets for the goodness-of-fit p-value (CSN use 2500 for +/-0.01).")
 @click.option("--seed", type=click.IntRange(min=0), metavar="S",
-              help="Seed of the bootstrap: same seed, same p-value, whatever --workers.")
+              help="Seed of the bootstrap: same seed, same p-value, whatever --workers "
+                   "(used only with --bootstrap).")
 @click.option("--workers", type=click.IntRange(min=1), metavar="W",
               help="Processes for the bootstrap [default: all cores].")
 @click.option("--compare", type=AlternativeList(), default=None, metavar="LIST",
@@ -35,8 +38,10 @@ def fit(input_path, column, histogram, xmin, bootstrap, seed, workers, compare, 
         as_json, output):
     """Fit a discrete power law to the tail of positive integers (Clauset-Shalizi-Newman 2009).
 
-    INPUT holds one positive integer per line (a request count per key, a degree, ...), or a
-    table column (--column), or a frequency histogram (--histogram); '-' reads standard input.
+    INPUT holds one positive integer per line (a request count per key, a degree, ...); or it
+    is a table (comma-, tab- or semicolon-separated with a header line, or Parquet) and
+    --column NAME reads the column of that name; or a frequency histogram (--histogram).
+    '-' reads standard input.
     alpha is the exact discrete maximum-likelihood estimate (Hurwitz zeta normalisation) with
     its standard error; xmin minimises the Kolmogorov-Smirnov distance unless --xmin fixes it.
     Zeros are dropped with a note: the law lives on x >= 1.
@@ -44,16 +49,25 @@ def fit(input_path, column, histogram, xmin, bootstrap, seed, workers, compare, 
     \b
     Examples:
       hotshard fit words.txt --bootstrap 2500 --seed 1 --compare lognormal,exponential
+      hotshard fit requests_per_key.csv --column requests
       hotshard fit weblinks.hist --histogram --xmin 3684 --json
     """
     from hotshard._atomic import check_writable
+    from hotshard.errors import InputError
     from hotshard.profile.fit import fit_power_law
-    from hotshard.profile.read import read_fit_input
+    from hotshard.profile.read import HeaderLineError, read_fit_input
     from hotshard.render import fit_summary
 
     if output:
         check_writable(output)
-    data = read_fit_input(input_path, column=column, histogram=histogram)
+    if seed is not None and not bootstrap:
+        note("--seed only matters with --bootstrap N (the fit itself is not random): "
+             "ignoring it")
+    try:
+        data = read_fit_input(input_path, column=column, histogram=histogram)
+    except HeaderLineError as exc:  # the library names the parameter; here it is a flag
+        flag = f"--column {exc.columns[0]}" if len(exc.columns) == 1 else "--column NAME"
+        raise InputError(f"{exc} ({flag})") from None
     result = fit_power_law(data.values, data.counts, xmin=xmin, bootstrap=bootstrap, seed=seed,
                            workers=workers, compare=compare or (), min_tail=min_tail)
     if result.zeros_dropped:

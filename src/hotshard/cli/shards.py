@@ -16,7 +16,10 @@ from hotshard.cli._options import (
 
 
 def _need_shard_count(partitioner, shards, layout) -> None:
-    """Stores whose layout comes from a file know their shard count; the others need -n."""
+    """Stores whose layout comes from a file know their shard count; the others need -n;
+    the map partitioner is nothing without its file."""
+    if partitioner == "map" and not layout.get("map_file"):
+        raise click.UsageError("--partitioner map needs --map FILE (key,shard lines)")
     from_file = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
                  "mongodb": "chunks_file"}
     if shards is None and not layout.get(from_file.get(partitioner, ""), None):
@@ -35,7 +38,8 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
     """Print each key's shard (and slot, token or hash) exactly as the store places it.
 
     Keys that are all decimal integers are placed as 8-byte integers by stores that type keys,
-    exactly as `predict` places a profile's integer keys (see the rule below).
+    exactly as `predict` places a profile's integer keys (see the rule below); one key that is
+    not an integer makes them all text, so each line shows the key type used.
 
     \b
     Examples:
@@ -43,11 +47,18 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
       hotshard shard 4711 982 -p cassandra -n 12
       hotshard shard 21 foobar -p kafka -n 64
     """
+    from hotshard.cli._console import note
     from hotshard.shards import keys_look_integer, resolve_key_type
     from hotshard.shards.partitioners import make_partitioner
 
     _need_shard_count(partitioner, shards, layout)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=keys_look_integer(keys))
+    integers = [k for k in keys if keys_look_integer([k])]
+    if key_type is None and chosen == "text" and integers and \
+            resolve_key_type(partitioner, integer_keys=True) == "bigint":
+        looks = "looks like an integer" if len(integers) == 1 else "look like integers"
+        note(f"mixed keys ({len(integers)} of {len(keys)} {looks}): all are hashed as text; "
+             "--key-type bigint types the integers as 8-byte integers (give them alone with it)")
     part = make_partitioner(partitioner, shards, key_type=chosen,
                             **partitioner_layout(**layout))
     placed = part.shard_of(list(keys))
@@ -59,7 +70,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
                                    **extra}))
         else:
             more = "".join(f"  {name} {value}" for name, value in extra.items())
-            click.echo(f"{key}\tshard {int(placed[i])}{more}")
+            click.echo(f"{key}\tshard {int(placed[i])}  {chosen}{more}")
 
 
 @click.command(epilog=KEY_TYPE_RULE)
@@ -71,7 +82,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
 @click.option("--rps", type=click.FloatRange(min=0, min_open=True),
               help="Total requests/s, to predict each shard's CPU (with --capacity).")
 @click.option("--capacity", type=click.FloatRange(min=0, min_open=True),
-              help="Requests/s one shard can serve at 100% CPU.")
+              help="Requests/s one shard (one node) can serve at 100% CPU.")
 @click.option("--split-hot", type=SplitSpec(), metavar="K:S",
               help="What if the top K keys were each split into S sub-partitions (time buckets)?")
 @click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
@@ -90,7 +101,13 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     Head keys are placed exactly by the store's partitioner; the tail is spread by its mean
     and variance (exact when the profile recorded this partitioner). Shows max/mean, the
     hottest shard and the keys that make it hot, and the band a uniform workload would show,
-    so 95% against 20% is visibly not noise. Mitigation flags show before/after.
+    so 95% against 20% is visibly not noise. With --rps and --capacity it names the shards
+    over 100% CPU (saturated) and the rps at which the hottest shard reaches 100%.
+
+    Mitigation flags show before and after. After them every share, of a shard or of a key, is
+    of the requests before mitigation that reach one node of the shard: with a cache or
+    replicas the shares add up to less than 100%. Only the profile's head keys are known by
+    name, so --split-hot and --hot-keys reach at most those (the output says when).
 
     \b
     Examples:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from hotshard.profile.model import Profile
@@ -35,14 +36,28 @@ class ProfileSummary:
     warnings: tuple[str, ...]
 
     def to_dict(self) -> dict:
+        """JSON-ready: whole counts as integers, an undefined ratio as None (null)."""
         out = asdict(self)
+        out["events"], out["keys"] = _count(self.events), _count(self.keys)
+        out["operations"] = {op: {**d, "events": _count(d["events"]), "keys": _count(d["keys"])}
+                             for op, d in self.operations.items()}
+        if math.isnan(self.top1pct_vs_uniform):
+            out["top1pct_vs_uniform"] = None
         out["warnings"] = list(self.warnings)
         return out
 
 
-def _fit_quality(ks: float | None) -> str:
-    if ks is None:
+def _count(x: float) -> int | float:
+    """A count as an int when whole (a scaled profile's expected counts may not be)."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def _fit_quality(law: dict) -> str:
+    if not law:
         return "no power-law fit (histogram only)"
+    ks = law.get("ks")
+    if ks is None:
+        return "quality unknown (the profile records no KS distance)"
     if ks <= 0.02:
         return "good"
     if ks <= POOR_FIT_KS:
@@ -68,8 +83,9 @@ def summarize(profile: Profile) -> ProfileSummary:
             f"one power law fits the tail poorly (KS {ks:.2f}): generate from the exact "
             "histogram (tail model: histogram)"
         )
-    if pl and pl.get("n_tail", 0) < 50:
-        warnings.append(f"the power-law tail rests on only {pl.get('n_tail')} keys")
+    n_tail = pl.get("n_tail")
+    if n_tail is not None and n_tail < 50:
+        warnings.append(f"the power-law tail rests on only {_count(n_tail)} keys")
     if len(dist.head_keys) == 0:
         warnings.append("the head is empty: no key reached privacy.min_count")
     ops = {op: {"events": d.events, "keys": d.keys,
@@ -82,6 +98,6 @@ def summarize(profile: Profile) -> ProfileSummary:
         top1_share=shares["top1"], top10_share=shares["top10"], top1pct_share=shares["top1pct"],
         top1pct_vs_uniform=ratio,
         tail_alpha=pl.get("alpha"), tail_alpha_se=pl.get("alpha_se"), tail_xmin=pl.get("xmin"),
-        tail_ks=ks, fit_quality=_fit_quality(ks), operations=ops, rate=profile.rate,
+        tail_ks=ks, fit_quality=_fit_quality(pl), operations=ops, rate=profile.rate,
         sizes=(profile.sizes or {}).get("quantiles"), warnings=tuple(warnings),
     )

@@ -194,13 +194,21 @@ class Profile:
     def load(cls, path: str | os.PathLike[str]) -> Profile:
         from hotshard._files import require_file
 
-        text = require_file(path, what="profile", error=ProfileError).read_text(errors="replace")
+        p = require_file(path, what="profile", error=ProfileError)
+        try:
+            with p.open("rb") as handle:
+                head = handle.read(_SNIFF_BYTES)
+                _reject_binary(path, head)  # before reading a large table whole
+                data = head + handle.read()
+        except OSError as exc:
+            raise ProfileError(f"cannot read {path}: {exc.strerror}") from None
+        text = data.decode("utf-8-sig", errors="replace")
         if not text.strip():
             raise ProfileError(f"{path} is empty: not a profile")
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ProfileError(f"{path} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+            raise ProfileError(_not_json(path, text, exc)) from None
         try:
             return cls.from_dict(doc)
         except ProfileError as exc:
@@ -210,20 +218,24 @@ class Profile:
     def from_dict(cls, doc: Any) -> Profile:
         """Validate a decoded document (schema and consistency) and build the profile."""
         if not isinstance(doc, dict):
-            raise ProfileError("a profile is a JSON object")
-        fmt = doc.get("format")
+            raise ProfileError(f"not a hotshard profile: a profile is a JSON object, got "
+                               f"{_show(doc)} (write one with hotshard profile)")
+        if "format" not in doc:
+            raise ProfileError("not a hotshard profile (it has no format field): write one "
+                               "from event data with hotshard profile")
+        fmt = doc["format"]
         if fmt != FORMAT:
             raise ProfileError(
-                f"format is {fmt!r}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
+                f"format is {_show(fmt)}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
             )
-        source = _get(doc, "source", dict, "profile")
+        source = _get(doc, "source", dict, "")
         privacy = doc.get("privacy", {"min_count": 1, "pseudonymized": False})
         if not isinstance(privacy, dict):
-            raise ProfileError("privacy must be an object")
-        dist = _parse_dist(doc, "profile")
+            raise ProfileError(f"privacy must be an object, got {_show(privacy)}")
+        dist = _parse_dist(doc, "")
         min_count = privacy.get("min_count", 1)
         if not _is_number(min_count) or min_count < 1:
-            raise ProfileError(f"privacy.min_count must be a number >= 1, got {min_count!r}")
+            raise ProfileError(f"privacy.min_count must be a number >= 1, got {_show(min_count)}")
         if dist.head_counts.size and dist.head_counts.min() < min_count and not source.get(
                 "scaled"):
             raise ProfileError(
@@ -231,11 +243,12 @@ class Profile:
             )
         ops_doc = doc.get("operations", {}) or {}
         if not isinstance(ops_doc, dict):
-            raise ProfileError("operations must be an object of op -> distribution")
+            raise ProfileError(f"operations must be an object of op -> distribution, got "
+                               f"{_show(ops_doc)}")
         operations = {str(op): _parse_dist(d, f"operations.{op}") for op, d in ops_doc.items()}
         for name in ("sizes", "rate"):
             if doc.get(name) is not None and not isinstance(doc[name], dict):
-                raise ProfileError(f"{name} must be an object")
+                raise ProfileError(f"{name} must be an object or null, got {_show(doc[name])}")
         head_sizes = {None: len(dist.head_keys),
                       **{op: len(d.head_keys) for op, d in operations.items()}}
         placement = parse_placement(doc.get("placement"), head_sizes,
@@ -360,22 +373,91 @@ def _num_list(arr) -> list:
     return arr.tolist()
 
 
+# -- loading: what a file that is no profile is, and what to do -----------------------------
+_SNIFF_BYTES = 4096
+_EVENT_INPUT = "Parquet, CSV and JSON-lines event files are input for hotshard profile, " \
+               "which makes one"
+
+
+def _reject_binary(path: str | os.PathLike[str], head: bytes) -> None:
+    """Refuse a binary file from its first bytes, naming what it is (Parquet, gzip)."""
+    if head.startswith(b"PAR1"):
+        raise ProfileError(f"{path} is a Parquet file, not a profile (JSON expected): "
+                           + _EVENT_INPUT)
+    if head.startswith(b"\x1f\x8b"):
+        raise ProfileError(f"{path} is gzip-compressed, not a profile (plain JSON expected): "
+                           "decompress it if it holds one; .csv.gz and .jsonl.gz event files "
+                           "are input for hotshard profile, which makes one")
+    if b"\x00" in head:
+        raise ProfileError(f"{path} is a binary file, not a profile (JSON expected): "
+                           + _EVENT_INPUT)
+
+
+def _not_json(path: str | os.PathLike[str], text: str, exc: json.JSONDecodeError) -> str:
+    """The message for text that does not decode: JSON lines, a damaged profile, or a table."""
+    first = text.lstrip()[:1]
+    if first == "{" and exc.msg == "Extra data":
+        return f"{path} holds JSON lines (one object a line), not a profile: " + _EVENT_INPUT
+    if first in ("{", "["):
+        return (f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}): a damaged profile? "
+                "write it again with hotshard profile")
+    return (f"{path} is not a profile (JSON expected; line {exc.lineno}: {exc.msg}): "
+            + _EVENT_INPUT)
+
+
+# -- validation: every message names the field path -------------------------------------
+_KINDS = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _path(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _show(v: Any) -> str:
+    """A value as the JSON reader wrote it: null, true, a number, a quoted string, a kind."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict | list):
+        return _KINDS[type(v)]
+    return repr(v)
+
+
+def _missing(path: str, rule: str) -> ProfileError:
+    return ProfileError(f"{path} is missing: add it ({rule})")
+
+
 def _get(doc: dict, key: str, kind: type, where: str):
+    path = _path(where, key)
     if key not in doc:
-        raise ProfileError(f"{where} is missing field {key!r}")
+        raise _missing(path, _KINDS[kind])
     val = doc[key]
     if not isinstance(val, kind):
-        raise ProfileError(f"{where}.{key} must be a {kind.__name__}")
+        raise ProfileError(f"{path} must be {_KINDS[kind]}, got {_show(val)}")
     return val
+
+
+def _number(doc: dict, key: str, where: str, *, low: float, strict: bool = False,
+            missing: ProfileError | None = None) -> float:
+    """``doc[key]`` as a finite number >= low (> low if strict); missing and wrong say which."""
+    path = _path(where, key)
+    rule = f"a number {'>' if strict else '>='} {_num(low)}"
+    if key not in doc:
+        raise missing or _missing(path, rule)
+    v = doc[key]
+    if not _is_number(v) or v < low or (strict and v == low):
+        raise ProfileError(f"{path} must be {rule}, got {_show(v)}")
+    return float(v)
 
 
 def _numbers(val: Any, where: str, *, positive: bool = False) -> NDArray[np.float64]:
     if not isinstance(val, list):
-        raise ProfileError(f"{where} must be a list of numbers")
+        raise ProfileError(f"{where} must be a list of numbers, got {_show(val)}")
     for i, v in enumerate(val):
         if not _is_number(v) or v < 0 or (positive and v == 0):
             rule = "> 0" if positive else ">= 0"
-            raise ProfileError(f"{where}[{i}] must be a number {rule}, got {v!r}")
+            raise ProfileError(f"{where}[{i}] must be a number {rule}, got {_show(v)}")
     return np.asarray(val, dtype=np.float64)
 
 
@@ -385,44 +467,48 @@ def _close(a: float, b: float) -> bool:
 
 def _parse_dist(doc: Any, where: str) -> KeyDistribution:
     if not isinstance(doc, dict):
-        raise ProfileError(f"{where} must be an object")
+        raise ProfileError(f"{where} must be an object, got {_show(doc)}")
     totals = _get(doc, "totals", dict, where)
     head = _get(doc, "head", dict, where)
     tail = _get(doc, "tail", dict, where)
-    for key in ("events", "keys"):
-        if not _is_number(totals.get(key)) or totals[key] < 0:
-            raise ProfileError(f"{where}.totals.{key} must be a number >= 0")
-    keys = _get(head, "keys", list, f"{where}.head")
-    counts = _numbers(_get(head, "counts", list, f"{where}.head"), f"{where}.head.counts",
-                      positive=True)
+    total_events = _number(totals, "events", _path(where, "totals"), low=0)
+    total_keys = _number(totals, "keys", _path(where, "totals"), low=0)
+    head_at = _path(where, "head")
+    keys = _get(head, "keys", list, head_at)
+    counts = _numbers(_get(head, "counts", list, head_at), f"{head_at}.counts", positive=True)
     if len(keys) != counts.size:
-        raise ProfileError(f"{where}.head has {len(keys)} keys but {counts.size} counts")
-    if any(not isinstance(k, str) for k in keys):
-        raise ProfileError(f"{where}.head.keys must be strings")
+        raise ProfileError(f"{head_at} has {len(keys)} keys but {counts.size} counts")
+    bad = next((i for i, k in enumerate(keys) if not isinstance(k, str)), None)
+    if bad is not None:
+        raise ProfileError(f"{head_at}.keys[{bad}] must be a string, got {_show(keys[bad])}")
     if len(set(keys)) != len(keys):
-        raise ProfileError(f"{where}.head.keys holds a key twice")
+        raise ProfileError(f"{head_at}.keys holds a key twice")
     if counts.size > 1 and np.any(np.diff(counts) > 0):
-        raise ProfileError(f"{where}.head.counts must be sorted, most frequent first")
-    tail_model = _parse_tail(tail, f"{where}.tail")
-    dist = KeyDistribution(float(totals["events"]), float(totals["keys"]), tuple(keys), counts,
-                           tail_model)
+        raise ProfileError(f"{head_at}.counts must be sorted, most frequent first")
+    tail_model = _parse_tail(tail, _path(where, "tail"))
+    dist = KeyDistribution(total_events, total_keys, tuple(keys), counts, tail_model)
     if not _close(dist.events, float(counts.sum()) + tail_model.events):
         raise ProfileError(
-            f"{where}.totals.events ({_num(dist.events)}) != head counts + tail.events "
-            f"({_num(float(counts.sum()) + tail_model.events)})"
+            f"{_path(where, 'totals.events')} ({_num(dist.events)}) != head counts + "
+            f"tail.events ({_num(float(counts.sum()) + tail_model.events)})"
         )
     if not _close(dist.keys, len(keys) + tail_model.keys):
         raise ProfileError(
-            f"{where}.totals.keys ({_num(dist.keys)}) != head keys + tail.keys "
+            f"{_path(where, 'totals.keys')} ({_num(dist.keys)}) != head keys + tail.keys "
             f"({_num(len(keys) + tail_model.keys)})"
         )
     return dist
 
 
+# Optional numbers of a power_law and their floors: the fit's standard error, KS distance,
+# tail size and largest count; the factors scaling records.
+_OPTIONAL_LAW_FIELDS = (("alpha_se", 0), ("ks", 0), ("n_tail", 0), ("xmax", 1),
+                        ("count_scale", 0), ("key_scale", 0), ("head_scale", 0))
+
+
 def _parse_tail(tail: dict, where: str) -> TailModel:
-    for key in ("events", "keys"):
-        if not _is_number(tail.get(key)) or tail[key] < 0:
-            raise ProfileError(f"{where}.{key} must be a number >= 0")
+    tail_events = _number(tail, "events", where, low=0)
+    tail_keys = _number(tail, "keys", where, low=0)
     hist = _get(tail, "histogram", dict, where)
     values = _numbers(_get(hist, "values", list, f"{where}.histogram"),
                       f"{where}.histogram.values", positive=True)
@@ -433,7 +519,8 @@ def _parse_tail(tail: dict, where: str) -> TailModel:
     bins = hist.get("bins")
     if bins is not None:
         if not isinstance(bins, dict):
-            raise ProfileError(f"{where}.histogram.bins must be an object")
+            raise ProfileError(f"{where}.histogram.bins must be an object or null, got "
+                               f"{_show(bins)}")
         for name in ("lo", "hi", "keys", "events"):
             arrays[name] = _numbers(_get(bins, name, list, f"{where}.histogram.bins"),
                                     f"{where}.histogram.bins.{name}")
@@ -443,15 +530,19 @@ def _parse_tail(tail: dict, where: str) -> TailModel:
             raise ProfileError(f"{where}.histogram.bins: every hi must exceed its lo")
     pl = tail.get("power_law")
     if pl is not None:
+        at = f"{where}.power_law"
         if not isinstance(pl, dict):
-            raise ProfileError(f"{where}.power_law must be an object or null")
-        alpha, xmin = pl.get("alpha"), pl.get("xmin")
-        if not _is_number(alpha) or alpha <= 1:
-            raise ProfileError(f"{where}.power_law.alpha must be a number > 1, got {alpha!r}")
-        if not _is_number(xmin) or xmin < 1:
-            raise ProfileError(f"{where}.power_law.xmin must be a number >= 1, got {xmin!r}")
+            raise ProfileError(f"{at} must be an object or null, got {_show(pl)}")
+        for key, low, strict in (("alpha", 1, True), ("xmin", 1, False)):
+            rule = f"a number {'>' if strict else '>='} {low}"
+            _number(pl, key, at, low=low, strict=strict, missing=ProfileError(
+                f"{at}.{key} is missing: add it ({rule}), or set {at} to null to generate "
+                "from the histogram alone"))
+        for key, low in _OPTIONAL_LAW_FIELDS:  # written by the fit or by scaling; null is absent
+            if pl.get(key) is not None:
+                _number(pl, key, at, low=low)
     model = TailModel(
-        keys=float(tail["keys"]), events=float(tail["events"]), values=values, value_keys=vkeys,
+        keys=tail_keys, events=tail_events, values=values, value_keys=vkeys,
         bin_lo=arrays.get("lo", np.zeros(0)), bin_hi=arrays.get("hi", np.zeros(0)),
         bin_keys=arrays.get("keys", np.zeros(0)), bin_events=arrays.get("events", np.zeros(0)),
         power_law=pl,

@@ -16,7 +16,21 @@ from numpy.typing import NDArray
 from hotshard._files import require_file
 from hotshard.errors import InputError
 
-__all__ = ["FitInput", "read_fit_input"]
+__all__ = ["FitInput", "HeaderLineError", "read_fit_input"]
+
+# Delimiters a table's header line may use, in the order a tie is broken.
+_DELIMITERS = ("\t", ",", ";")
+
+
+class HeaderLineError(InputError):
+    """A plain list of numbers was expected, but line 1 is a table's header.
+
+    ``columns`` are the header's column names: read one of them as a table column.
+    """
+
+    def __init__(self, message: str, columns: list[str]):
+        super().__init__(message)
+        self.columns = columns
 
 
 @dataclass(frozen=True)
@@ -94,12 +108,40 @@ def _digit_lines(data: bytes) -> NDArray[np.int64] | None:
     return np.add.reduceat(terms, np.concatenate([[0], np.cumsum(lengths)[:-1]]))
 
 
+def _header_columns(line: bytes) -> list[str] | None:
+    """Column names if ``line`` looks like a delimited header: two or more fields, not all
+    numbers; else None."""
+    import csv
+
+    text = line.decode(errors="replace").strip()
+    delim = _delimiter_of(text)
+    if delim is None:
+        return None
+    fields = [f.strip() for f in next(csv.reader([text], delimiter=delim))]
+    if len(fields) < 2 or all(_is_number(f.encode()) for f in fields if f):
+        return None
+    return fields
+
+
+def _delimiter_of(header: str) -> str | None:
+    """The delimiter the header line uses most (tab, comma, semicolon), or None."""
+    best = max(_DELIMITERS, key=header.count)
+    return best if header.count(best) else None
+
+
 def _read_plain(path: str) -> FitInput:
     data = _read_bytes(path)
     fast = _digit_lines(data)
     if fast is not None:
         return FitInput(fast, None, path)
     lines = data.splitlines()
+    first_line = next((ln for ln in lines if ln.strip()), b"")
+    columns = _header_columns(first_line)
+    if columns is not None:
+        names = ", ".join(repr(c) for c in columns)
+        raise HeaderLineError(
+            f"{path} is a table, not one number per line: its header has columns {names}; "
+            "name one of them as the column to read", columns)
     tokens = data.split()
     if len(tokens) > len(lines):
         for i, line in enumerate(lines, 1):
@@ -111,10 +153,14 @@ def _read_plain(path: str) -> FitInput:
                 )
     if lines and lines[0].strip() and not _is_number(lines[0].strip()):
         first = lines[0].strip().decode(errors="replace")
-        raise InputError(
-            f"{path} line 1: {first!r} is not a number (a header? read it as a table column "
-            f"named {first!r})"
-        )
+        if _delimiter_of(first) is not None:  # numbers only: a table without a header
+            raise InputError(
+                f"{path} line 1 {first!r} has several fields: expected one number per line "
+                "(for a table, give it a header line and name the column to read)"
+            )
+        raise HeaderLineError(
+            f"{path} line 1: {first!r} is not a number: if it is a header, name {first!r} "
+            "as the column to read", [first])
     nonblank = [ln.strip() for ln in lines if ln.strip()] if len(tokens) != len(lines) else tokens
     return FitInput(_parse_numbers(nonblank, f"{path} line"), None, path)
 
@@ -128,9 +174,9 @@ def _is_number(tok: bytes) -> bool:
 
 
 def _sniff_delimiter(path: str, first_line: bytes) -> str:
-    if path.endswith((".tsv", ".tsv.gz", ".tab")) or b"\t" in first_line:
+    if path.endswith((".tsv", ".tsv.gz", ".tab")):
         return "\t"
-    return ","
+    return _delimiter_of(first_line.decode(errors="replace")) or ","
 
 
 def _read_table(path: str, column: str) -> FitInput:

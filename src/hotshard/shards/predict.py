@@ -4,6 +4,14 @@ Head keys are placed exactly by the store's partitioner. The tail's contribution
 a sum over its count classes of keys landing on s at random: mean = tail events x ownership(s),
 variance = sum_c keys_c w_c^2 own_s (1 - own_s). When the profile recorded this partitioner's
 placement, the tail is exact and only rounding remains.
+
+After mitigations every share is on one basis: requests before mitigation that reach one node
+of the shard. A key with c events, read share r, hot-key reads kept k (cache and coalescing) and
+R read replicas puts c ((1 - r) + r k / R) on each node of its shard (writes go to every replica,
+surviving reads to one); a shard's share is the sum of its keys' shares plus its tail's, so the
+keys listed for the hottest shard never add up to more than the shard. The uniform band after
+mitigation is the band of uniform keys carrying the same total load (the band before, scaled by
+the after shares' total): it is relative, so its max/mean does not change.
 """
 
 from __future__ import annotations
@@ -93,6 +101,8 @@ class Prediction:
     uniform_max_over_mean: float
     tail_exact: bool
     cpu: NDArray[np.float64] | None = None
+    rps: float | None = None
+    capacity: float | None = None
     after: Prediction | None = None
     whatif: dict = field(default_factory=dict)
     # what the shares are a share of: every request ("all requests"), or, after mitigations,
@@ -106,6 +116,23 @@ class Prediction:
     @property
     def hottest(self) -> int:
         return int(np.argmax(self.shares))
+
+    @property
+    def saturated(self) -> tuple[int, ...]:
+        """Shards whose predicted CPU exceeds 100% (their queues grow without bound), hottest
+        first; empty without a CPU prediction."""
+        if self.cpu is None:
+            return ()
+        over = np.flatnonzero(self.cpu > 1.0)
+        return tuple(int(s) for s in over[np.argsort(-self.cpu[over], kind="stable")])
+
+    @property
+    def max_rps(self) -> float | None:
+        """Total requests/s at which the hottest shard reaches 100% CPU (capacity / its share)."""
+        if self.capacity is None:
+            return None
+        top = float(self.shares.max())
+        return self.capacity / top if top > 0 else float("inf")
 
     @property
     def max_over_mean(self) -> float:
@@ -131,6 +158,9 @@ class Prediction:
             "basis": self.basis,
             "total_share": float(self.shares.sum()),
         }
+        if self.cpu is not None:
+            out["saturated"] = list(self.saturated)
+            out["max_rps"] = self.max_rps
         if self.after is not None:
             out["whatif"] = self.whatif
             out["after"] = self.after.to_dict()
@@ -193,53 +223,68 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     low, high, u_mom = _uniform_band(profile, own)
     cpu = None if rps is None else rps * shares / capacity
     result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
-                        recorded is not None, cpu)
+                        recorded is not None, cpu, rps, capacity)
     if whatif is None or not whatif.active:
         return result
-    after = _apply_whatif(profile, partitioner, whatif, head_keys, head_counts, head_shards,
+    effective, described = _effective(whatif, len(head_keys))
+    after = _apply_whatif(profile, partitioner, effective, head_keys, head_counts, head_shards,
                           tail_mean, tail_var, (low, high, u_mom), rps, capacity)
-    return replace(result, after=after, whatif={**whatif.describe(), "text": whatif.text()})
+    return replace(result, after=after, whatif=described)
+
+
+def _effective(w: WhatIf, n_head: int) -> tuple[WhatIf, dict]:
+    """The what-if as it can be applied: only head keys are known by name, so at most the
+    profile's head keys are split or cached; the description says so when fewer than asked."""
+    split = min(w.split_keys, n_head) if w.splits else 0
+    hot = min(w.hot_keys, n_head)
+    notes = []
+    if w.splits and split < w.split_keys:
+        notes.append(f"the profile names only its {n_head:,} head keys, so only the top "
+                     f"{split:,} are split, not the {w.split_keys:,} asked for (tail keys are "
+                     "known only by their counts)")
+    if (w.cache_hit > 0 or w.coalesce > 0) and hot < w.hot_keys:
+        notes.append(f"the profile names only its {n_head:,} head keys, so cache and "
+                     f"coalescing apply to the top {hot:,}, not the {w.hot_keys:,} asked for")
+    effective = replace(w, split_keys=split, hot_keys=max(hot, 1))
+    described = {**w.describe(), "split_keys_effective": split,
+                 "hot_keys_effective": hot, "text": effective.text(), "notes": notes}
+    return effective, described
 
 
 def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_shards,
                   tail_mean, tail_var, band, rps, capacity) -> Prediction:
+    """Per-node shares after mitigations; keys and shards on the same basis (module notes)."""
     n = partitioner.n_shards
     events = profile.events
     read = _read_share(profile)
-    counts = head_counts.copy()
-    # 1. split the top keys into time-bucket sub-partitions, each placed on its own key
-    extra_keys, extra_counts = [], []
-    k = min(w.split_keys, len(head_keys)) if w.split_into > 1 else 0
-    for i in range(k):
-        part = counts[i] / w.split_into
-        extra_keys += [f"{head_keys[i]}#{b}" for b in range(w.split_into)]
-        extra_counts += [part] * w.split_into
-        counts[i] = 0.0
-    # 2. cache and coalescing remove a share of the hot keys' reads before any shard sees them
-    hot = min(w.hot_keys, len(head_keys))
+    # per-node load of one event: writes reach every replica, surviving reads one of R
+    plain = (1.0 - read) + read / w.replicas
     kept_reads = (1.0 - w.cache_hit) * (1.0 - w.coalesce)
-    factor = np.ones(len(head_keys))
-    factor[:hot] = (1.0 - read) + read * kept_reads
-    load = np.bincount(head_shards, weights=counts * factor, minlength=n)
+    node = np.full(len(head_keys), plain)
+    node[:w.hot_keys] = (1.0 - read) + read * kept_reads / w.replicas
+    # split the top keys into time-bucket sub-partitions, each placed on its own key
+    k = w.split_keys if w.splits else 0
+    extra_keys = [f"{head_keys[i]}#{b}" for i in range(k) for b in range(w.split_into)]
+    extra_load = np.repeat(head_counts[:k] / w.split_into * node[:k], w.split_into)
+    head_load = head_counts * node
+    head_load[:k] = 0.0
     extra_shards = _sub_key_shards(partitioner, extra_keys)
-    if extra_keys:
-        sub_factor = np.repeat(factor[:k], w.split_into)
-        load += np.bincount(extra_shards, weights=np.asarray(extra_counts) * sub_factor,
-                            minlength=n)
-    load = load + tail_mean
-    # 3. read replicas: every shard's reads spread over R replicas (writes go to all)
-    per_node = load * ((1.0 - read) + read / w.replicas)
+    key_load = np.concatenate([head_load, extra_load])
+    key_shards = np.concatenate([head_shards, extra_shards]).astype(np.int64)
+    per_node = np.bincount(key_shards, weights=key_load, minlength=n) + tail_mean * plain
     shares = per_node / events
-    sd = np.sqrt(tail_var) * ((1.0 - read) + read / w.replicas) / events
+    sd = np.sqrt(tail_var) * plain / events
     hot_shard = int(np.argmax(shares))
-    all_counts = np.concatenate([counts * factor, np.asarray(extra_counts, dtype=float)])
-    all_shards = np.concatenate([head_shards, extra_shards])
-    top = tuple(sorted(((key, float(c / events)) for key, c, s in zip(
-        head_keys + extra_keys, all_counts, all_shards, strict=True)
-        if s == hot_shard and c > 0), key=lambda kv: -kv[1])[:5])
+    on_hot = np.flatnonzero((key_shards == hot_shard) & (key_load > 0))
+    on_hot = on_hot[np.argsort(-key_load[on_hot], kind="stable")][:5]
+    names = head_keys + extra_keys
+    top = tuple((names[i], float(key_load[i] / events)) for i in on_hot)
+    # uniform keys carrying the same total load: the band scales, its max/mean does not
+    scale = float(per_node.sum()) / float(np.sum(head_counts) + np.sum(tail_mean))
+    low, high, u_mom = band
     cpu = None if rps is None else rps * shares / capacity
-    return Prediction(partitioner.spec, shares, sd, top, *band, tail_exact=False, cpu=cpu,
-                      basis=AFTER_BASIS)
+    return Prediction(partitioner.spec, shares, sd, top, low * scale, high * scale, u_mom,
+                      tail_exact=False, cpu=cpu, rps=rps, capacity=capacity, basis=AFTER_BASIS)
 
 
 def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:
