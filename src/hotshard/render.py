@@ -56,26 +56,40 @@ def _pct(x: float | None) -> str:
 
 def profile_summary(summary, source: str) -> str:
     """`hotshard inspect`: the numbers first, then the warnings."""
+    import math
+
+    def share(x: float | None) -> str:
+        """A percentage with two decimals, or two significant digits when smaller than 1%
+        (one key of 70,000 events is 0.0014%, not 0.00%)."""
+        if x is None:
+            return "n/a"
+        pct = 100 * x
+        if not 0 < pct < 1:
+            return f"{pct:.2f}%"
+        return f"{pct:.{max(2, 1 - math.floor(math.log10(pct)))}f}%"
+
     s = summary
     lines = [
         f"Profile {source}",
         f"  events           {s.events:,.0f}",
         f"  distinct keys    {s.keys:,.0f}",
-        f"  head             {s.head_keys:,} keys carry {_pct(s.head_share)} of events",
-        f"  top-1 key        {_pct(s.top1_share)}",
-        f"  top-10 keys      {_pct(s.top10_share)}",
-        f"  top-1% of keys   {_pct(s.top1pct_share)}"
+        f"  head             {s.head_keys:,} keys carry {share(s.head_share)} of events",
+        f"  top-1 key        {share(s.top1_share)}",
+        f"  top-10 keys      {share(s.top10_share)}",
+        f"  top-1% of keys   {share(s.top1pct_share)}"
         + (f" ({s.top1pct_vs_uniform:.1f}x a uniform workload)"
            if s.top1pct_vs_uniform == s.top1pct_vs_uniform else ""),
     ]
-    if s.tail_alpha is not None:
-        lines.append(f"  tail power law   alpha {s.tail_alpha:.3f} +/- {s.tail_alpha_se:.3f}, "
-                     f"xmin {s.tail_xmin:,.0f}, KS {s.tail_ks:.3f} (fit {s.fit_quality})")
+    if s.tail_alpha is not None:  # a hand-made law may lack the standard error and KS
+        se = "" if s.tail_alpha_se is None else f" +/- {s.tail_alpha_se:.3f}"
+        ks = "" if s.tail_ks is None else f", KS {s.tail_ks:.3f}"
+        lines.append(f"  tail power law   alpha {s.tail_alpha:.3f}{se}, xmin {s.tail_xmin:,.0f}"
+                     f"{ks} (fit {s.fit_quality})")
     else:
         lines.append(f"  tail power law   {s.fit_quality}")
     for op, d in s.operations.items():
         lines.append(f"  op {op:<13} {d['share']:.1%} of events, {d['keys']:,.0f} keys, "
-                     f"top-1 key {d['top1_share']:.2%}")
+                     f"top-1 key {share(d['top1_share'])}")
     if s.rate:
         lines.append(f"  rate             mean {s.rate['mean_rps']:,.1f}/s, "
                      f"p99 {s.rate['p99_rps']:,.0f}/s, peak {s.rate['peak_rps']:,.0f}/s "
