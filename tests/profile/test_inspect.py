@@ -30,3 +30,15 @@ def test_json_is_strict_when_the_uniform_ratio_is_undefined(tmp_path):
     doc = summarize(count_profile([str(tmp_path / "c.csv")], key="k", counts="n")).to_dict()
     assert doc["keys"] == 39 and doc["top1pct_vs_uniform"] is None
     json.dumps(doc, allow_nan=False)  # NaN is not JSON: an undefined ratio is null
+
+
+def test_plot_without_the_tail_size_draws_the_data(tmp_path, web07_profile):
+    from hotshard.profile.model import Profile
+    from hotshard.report.rank_frequency import plot_rank_frequency
+
+    doc = web07_profile.to_dict()
+    doc["tail"]["power_law"] = {k: v for k, v in doc["tail"]["power_law"].items()
+                                if k in ("alpha", "xmin")}
+    out = tmp_path / "rf.png"
+    plot_rank_frequency(Profile.from_dict(doc), out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -198,3 +198,9 @@ def test_scaling_rejects_impossible_sizes(web07):
         web07.scaled(keys=10)
     with pytest.raises(ProfileError, match="events must be > 0"):
         web07.scaled(events=0)
+
+
+def test_diluting_into_no_tail_keys_is_refused(web07):
+    with pytest.raises(ProfileError, match="more than the 500 head keys"):
+        web07.scaled(keys=500)
+    assert web07.scaled(keys=500, key_scaling="extend").tail.events == 0

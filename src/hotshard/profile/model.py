@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
-from hotshard.profile import KEY_SCALINGS
+from hotshard.profile import KEY_SCALINGS, MAX_KEYS
 from hotshard.profile.placement import PlacementRecord, parse_placement
 
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
@@ -297,6 +297,9 @@ def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None,
                 key_scaling: str = "dilute") -> KeyDistribution:
     if events is not None and events <= 0:
         raise ProfileError(f"events must be > 0, got {events}")
+    if keys is not None and not keys <= MAX_KEYS:
+        raise ProfileError(f"keys must be at most {MAX_KEYS:.0e} (64-bit key IDs stay exact "
+                           f"below that), got {keys:.3g}")
     if keys is not None and keys < len(d.head_keys):
         raise ProfileError(
             f"keys must be at least the {len(d.head_keys)} head keys, got {keys}"
@@ -305,6 +308,9 @@ def _scale_dist(d: KeyDistribution, events: float | None, keys: float | None,
     g = 1.0  # tail keys multiply by g
     per_key = 1.0  # each tail key's count multiplies by this
     if keys is not None and tail.keys > 0:
+        if key_scaling == "dilute" and keys <= len(d.head_keys):
+            raise ProfileError(f"keys must be more than the {len(d.head_keys)} head keys: the "
+                               "tail keeps its share of events and needs keys to carry it")
         g = (keys - len(d.head_keys)) / tail.keys
         per_key = 1.0 / g if key_scaling == "dilute" else 1.0
         tail = replace(tail, keys=tail.keys * g, events=tail.events * g * per_key,

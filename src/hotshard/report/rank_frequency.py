@@ -57,7 +57,7 @@ def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
         ax.step(ranks, counts, where="post", color="#2c3e50", lw=1.2,
                 label="tail: count-of-counts histogram")
     pl = profile.tail.power_law
-    if pl:
+    if pl and pl.get("n_tail"):  # the fitted curve's ranks need the tail's size
         law = DiscretePowerLaw(pl["alpha"], int(pl["xmin"]))
         top = max(float(counts.max()) if counts.size else pl["xmin"], pl["xmin"] + 1)
         c = np.unique(np.geomspace(pl["xmin"], top, 200).round())
