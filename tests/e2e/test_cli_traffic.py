@@ -189,3 +189,13 @@ def test_overlapping_events_each_get_their_share(tmp_path, web07_path):
         # binomial slack of 6 sd either way
         slack = 6 * (share * (1 - share) / n) ** 0.5
         assert share - slack <= seen < share + 0.2 * 0.02 + slack, (key, seen)
+
+
+def test_a_file_with_an_event_verifies_outside_the_event(tmp_path, web07_path):
+    out = tmp_path / "ev.parquet"
+    assert run_cli("generate", str(web07_path), "--events", "4e5", "--event", "71:0.4:30s:1m",
+                   "-o", str(out), "-q").returncode == 0
+    res = run_cli("generate", "--verify", str(web07_path), str(out))
+    assert res.returncode == 0 and "result: pass" in res.stdout, res.stdout
+    assert "Verify" in res.stdout and "310,000 messages" in res.stdout  # 4e5 less 30 s x 3000/s
+    assert "left out the rows inside the file's 1 event window" in res.stderr

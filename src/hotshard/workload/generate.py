@@ -3,7 +3,9 @@ verify a generated file against its profile."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 
@@ -164,8 +166,13 @@ def plan_workload(
         made["tail"] = tail
         if keys is not None:
             made.update(keys=str(int(keys)), key_scaling=key_scaling)
+    start_ms = int(start.timestamp() * 1000)
+    if hot_events:  # verify leaves these windows out: inside them the traffic is the event's
+        made["event_windows_ms"] = json.dumps(
+            [[start_ms + int(e.start * 1000), start_ms + int(math.ceil(e.end * 1000))]
+             for e in hot_events])
     return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
-                          arrivals=arrivals, start_ms=int(start.timestamp() * 1000),
+                          arrivals=arrivals, start_ms=start_ms,
                           size_quantiles=sizes, hot_events=tuple(hot_events),
                           n_users=n_users, key_type=key_type, notes=notes, op_mix=op_mix,
                           metadata=tuple(made.items()))
@@ -193,8 +200,10 @@ class VerifyReport:
                 "checks": [asdict(c) for c in self.checks]}
 
 
-def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
-    """(count per key as text, all per-key counts, events) of a generated file (DuckDB)."""
+def _read_key_counts(path: str, skip_ms: Sequence[Sequence[int]] = ()
+                     ) -> tuple[dict[str, int], np.ndarray, int]:
+    """(count per key as text, all per-key counts, events) of a generated file (DuckDB),
+    leaving out rows whose timestamp lies in a [start, end) window of ``skip_ms``."""
     import duckdb
 
     from hotshard.profile.count import resolve_inputs
@@ -207,8 +216,16 @@ def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
         cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
         if "channel_id" not in cols:
             raise InputError(f"{path} has no channel_id column: not a hotshard generate output")
+        where = ""
+        if skip_ms:
+            if "timestamp" not in cols:
+                raise InputError(f"{path} has no timestamp column: its event windows cannot be "
+                                 "left out")
+            where = "WHERE NOT (" + " OR ".join(
+                f"(epoch_ms(timestamp) >= {int(a)} AND epoch_ms(timestamp) < {int(b)})"
+                for a, b in skip_ms) + ")"
         res = con.execute(f"SELECT CAST(channel_id AS VARCHAR) AS k, count(*) AS n FROM {src} "
-                          "GROUP BY ALL").fetchnumpy()
+                          f"{where} GROUP BY ALL").fetchnumpy()
     except duckdb.Error as exc:
         raise InputError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     finally:
@@ -218,8 +235,9 @@ def _read_key_counts(path: str) -> tuple[dict[str, int], np.ndarray, int]:
 
 
 def generation_options(path: str) -> dict[str, str]:
-    """How a Parquet file from ``generate`` was made (keys, key_scaling, tail, seed), from its
-    metadata; empty for other files (CSV and JSON lines carry none)."""
+    """How a Parquet file from ``generate`` was made (keys, key_scaling, tail, seed,
+    event_windows_ms as JSON), from its metadata; empty for other files (CSV and JSON lines
+    carry none)."""
     if not str(path).lower().endswith((".parquet", ".pq")):
         return {}
     import pyarrow.parquet as pq
@@ -233,7 +251,7 @@ def generation_options(path: str) -> dict[str, str]:
 
 
 def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
-                alpha: float = 0.001) -> VerifyReport:
+                alpha: float = 0.001, skip_ms: Sequence[Sequence[int]] = ()) -> VerifyReport:
     """Test a generated file against the profile it was generated from.
 
     Head: each head key's count must lie in its binomial band, two-sided, Bonferroni-corrected
@@ -241,10 +259,12 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
     Tail: KS distance between the observed per-key counts of tail keys and their model (a
     mixture over count classes of binomial(N, class weight), conditioned on being seen),
     against the asymptotic critical value at ``alpha`` (conservative for discrete counts).
+    Rows inside the ``skip_ms`` windows (epoch ms; a big event's, where the traffic is the
+    event's by design) are left out.
     """
     from scipy import stats
 
-    by_key, _, n = _read_key_counts(path)
+    by_key, _, n = _read_key_counts(path, skip_ms)
     if n == 0:
         raise InputError(f"{path} holds no events")
     sampler: ProfileSampler = from_profile(profile, tail=tail)

@@ -91,10 +91,16 @@ def check_overlaps(events: tuple[HotEvent, ...]) -> None:
                              "time must add up to at most 1")
 
 
+def _looks_like_time(text: str) -> bool:
+    """Whether the end of a would-be key is a share or a time (a spec with a part too many)."""
+    tail = text.rsplit(":", 1)[-1]
+    return bool(re.fullmatch(r"[0-9.]+[smhd%]?", tail))
+
+
 def parse_event(spec: str) -> HotEvent:
     """KEY:SHARE:START:END, e.g. ``4711:0.4:10m:40m`` (SHARE may be a percentage)."""
     parts = spec.rsplit(":", 3)
-    if len(parts) != 4 or not parts[0]:
+    if len(parts) != 4 or not parts[0] or spec.count(":") > 3 and _looks_like_time(parts[0]):
         raise InputError(f"an event must be KEY:SHARE:START:END (e.g. 4711:0.4:10m:40m), "
                          f"got {spec!r}")
     key, share_text, start, end = parts
