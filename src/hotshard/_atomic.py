@@ -30,7 +30,7 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; name a file inside it")
-    directory = target.parent if str(target.parent) else Path(".")
+    directory = target.parent
     if directory.exists() and not directory.is_dir():
         raise InputError(f"cannot write {target}: {directory} is a file, not a directory")
     if not directory.is_dir():
@@ -44,7 +44,7 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
 
 def _create_temporary(target: Path) -> tuple[int, str]:
     """A new hidden file beside ``target``, created 0666 so the system applies the umask."""
-    directory = target.parent if str(target.parent) else Path(".")
+    directory = target.parent
     for _ in range(100):
         name = str(directory / f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:

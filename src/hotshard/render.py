@@ -50,10 +50,6 @@ def fit_summary(fit: PowerLawFit, source: str) -> str:
     return "\n".join(lines)
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2%}"
-
-
 def profile_summary(summary, source: str) -> str:
     """`hotshard inspect`: the numbers first, then the warnings."""
     import math

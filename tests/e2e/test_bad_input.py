@@ -191,7 +191,7 @@ def test_sigterm_during_generate_leaves_nothing(tmp_path):
             proc.kill()
             proc.communicate()
     assert proc.returncode == 143, (proc.returncode, err)
-    assert err.strip().splitlines() == ["hotshard: terminated; nothing was written"]
+    assert err.strip().splitlines() == ["hotshard: terminated; no partial output file is left"]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 

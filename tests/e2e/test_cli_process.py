@@ -48,3 +48,16 @@ def test_every_command_help_loads_no_numeric_library():
                              timeout=60)
         assert res.returncode == 0, res.stderr
         assert "HEAVY []" in res.stdout, (name, res.stdout.splitlines()[-1])
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    # `hotshard ... | head -1`: the broken pipe ends the command quietly, exit 0
+    code = ("import subprocess, sys\n"
+            "p = subprocess.Popen([sys.executable, '-m', 'hotshard', 'generate', '--dist', "
+            "'uniform:10', '--events', '2e6', '-o', '-'], stdout=subprocess.PIPE, "
+            "stderr=subprocess.PIPE)\n"
+            "p.stdout.readline(); p.stdout.close(); err = p.stderr.read(); p.wait()\n"
+            "print('RC', p.returncode, 'ERR', err.decode().strip()[-200:])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "RC 0 ERR " in res.stdout and "Traceback" not in res.stdout, res.stdout

@@ -199,3 +199,33 @@ def test_a_file_with_an_event_verifies_outside_the_event(tmp_path, web07_path):
     assert res.returncode == 0 and "result: pass" in res.stdout, res.stdout
     assert "Verify" in res.stdout and "310,000 messages" in res.stdout  # 4e5 less 30 s x 3000/s
     assert "left out the rows inside the file's 1 event window" in res.stderr
+
+
+def test_verify_uses_the_recorded_key_scaling_and_refuses_a_contrary_one(tmp_path, web07_path):
+    out = tmp_path / "x.parquet"
+    assert run_cli("generate", str(web07_path), "--events", "1e5", "--keys", "1e6",
+                   "--key-scaling", "extend", "-o", str(out), "-q").returncode == 0
+    for extra in ([], ["--keys", "1e6"]):
+        res = run_cli("generate", "--verify", str(web07_path), str(out), *extra)
+        assert res.returncode == 0 and "result: pass" in res.stdout, (extra, res.stdout)
+    contrary = run_cli("generate", "--verify", str(web07_path), str(out),
+                       "--key-scaling", "dilute")
+    assert "was generated with --key-scaling extend, not dilute" in _one_error_line(contrary)
+
+
+def test_verify_refuses_every_option_it_would_ignore(tmp_path, web07_path):
+    out = tmp_path / "x.parquet"
+    assert run_cli("generate", str(web07_path), "--events", "1e4", "-o", str(out),
+                   "-q").returncode == 0
+    res = run_cli("generate", "--verify", str(web07_path), str(out), "--rate", "5",
+                  "--diurnal", "0.5")
+    assert "--rate, --diurnal would be ignored" in _one_error_line(res)
+
+
+def test_event_keys_with_colons_and_out_of_range_integers(tmp_path, web07_path):
+    from hotshard.workload.scenario import parse_event
+
+    assert parse_event("channel:4711:0.4:10m:40m").key == "channel:4711"
+    res = run_cli("generate", "--dist", "zipf:1.1:1e6", "--events", "1000", "--event",
+                  "99999999999999999999:0.1:0:10s", "-o", str(tmp_path / "e.parquet"))
+    assert "must be a 64-bit integer" in _one_error_line(res)

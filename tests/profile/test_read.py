@@ -137,3 +137,10 @@ def test_fast_path_matches_the_general_parser_on_many_numbers(tmp_path):
     f = tmp_path / "big.txt"
     f.write_text("\n".join(map(str, values)) + "\n")
     assert np.array_equal(read_fit_input(f).values, values)
+
+
+def test_histograms_take_the_same_delimiters_as_tables(tmp_path):
+    f = tmp_path / "semi.hist"
+    f.write_text("value;count\n1;10\n2;4\n")
+    data = read_fit_input(f, histogram=True)
+    assert data.values.tolist() == [1, 2] and data.counts.tolist() == [10, 4]

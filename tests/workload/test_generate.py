@@ -228,3 +228,9 @@ def test_malformed_durations_are_refused(text):
 
     with pytest.raises(InputError, match="not a duration"):
         parse_duration(text)
+
+
+def test_long_durations_print_every_unit():
+    from hotshard.workload.scenario import format_duration
+
+    assert format_duration(93780) == "1d2h3m"

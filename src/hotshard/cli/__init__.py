@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import signal
 import sys
 
@@ -87,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(ValueError):  # not the main thread (embedded): leave signals be
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        rv = cli.main(args=argv, prog_name="hotshard", standalone_mode=False)
+        # make_context + invoke, not cli.main: main() turns a broken pipe into exit 1 itself
+        args = sys.argv[1:] if argv is None else list(argv)
+        with cli.make_context("hotshard", args) as ctx:
+            rv = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version, and `Exit(1)` of --verify
+        return exc.exit_code
     except HotshardError as exc:
         click.echo(f"hotshard: error: {exc}", err=True)
         return 2
@@ -103,13 +109,14 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"hotshard: error: {exc.format_message()}", err=True)
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("hotshard: interrupted; nothing was written", err=True)
+        click.echo("hotshard: interrupted; no partial output file is left", err=True)
         return 130
     except Terminated:
-        click.echo("hotshard: terminated; nothing was written", err=True)
+        click.echo("hotshard: terminated; no partial output file is left", err=True)
         return 143
-    except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (| head): not an error
+    except BrokenPipeError:  # the reader went away (| head): not an error
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     finally:
         if previous is not None:

@@ -105,7 +105,7 @@ class SplitSpec(click.ParamType):
 
 
 def partitioner_options(func):
-    """Options shared by `shard`, `predict` (and the placement half of `profile`)."""
+    """Options shared by `shard` and `predict`: how the store lays out its shards."""
     opts = [
         click.option("--key-type", type=KEY_TYPE_CHOICE,
                      help="How the store types the key [default: by the key-type rule below]."),
@@ -129,14 +129,6 @@ def partitioner_options(func):
     return func
 
 
-def partitioner_layout(num_tokens, ring_seed, ring_file, slots_map, routing_shards, map_file,
-                       chunks_file) -> dict:
-    """The partitioner options as keyword arguments of ``make_partitioner``."""
-    return {"num_tokens": num_tokens, "ring_seed": ring_seed, "ring_file": ring_file,
-            "slots_map": slots_map, "routing_shards": routing_shards, "map_file": map_file,
-            "chunks_file": chunks_file}
-
-
 __all__ = ["KEY_TYPE_RULE", "PARTITIONER_CHOICE", "AlternativeList", "Count", "HotEventSpec",
            "Seconds",
-           "SplitSpec", "partitioner_layout", "partitioner_options"]
+           "SplitSpec", "partitioner_options"]

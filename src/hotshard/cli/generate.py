@@ -9,7 +9,10 @@ import click
 from hotshard.cli._console import RowsBar, note, warn
 from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Seconds
 from hotshard.profile import KEY_SCALINGS
-from hotshard.workload import FORMATS, TAIL_MODES
+from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS, FORMATS, TAIL_MODES
+
+# the options --verify uses (or that change nothing); any other one given with it is refused
+_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
 
 
 @click.command()
@@ -30,13 +33,12 @@ from hotshard.workload import FORMATS, TAIL_MODES
               help="Scale the profile to this many distinct keys. Head keys keep their IDs and "
                    "shares (the hot channels stay hot) and the tail keeps its share of events, "
                    "spread over more, rarer keys (see --key-scaling).")
-@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS), default="dilute",
-              show_default=True,
-              help="How --keys grows the tail: dilute keeps every share (above); extend adds "
-                   "keys as popular as the old tail keys, so the tail's share grows and the "
-                   "head's shrinks.")
+@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS),
+              help="How --keys grows the tail: dilute [default] keeps every share (above); "
+                   "extend adds keys as popular as the old tail keys, so the tail's share grows "
+                   "and the head's shrinks.")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="R",
-              help="Mean messages per second [default: the profile's, else 3000].")
+              help=f"Mean messages per second [default: the profile's, else {DEFAULT_RATE:g}].")
 @click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
               "sets --events.")
 @click.option("--tail", type=click.Choice(TAIL_MODES),
@@ -50,7 +52,7 @@ from hotshard.workload import FORMATS, TAIL_MODES
               show_default=True, help="Amplitude of a daily rate curve (0 = constant rate).")
 @click.option("--start", type=click.DateTime(), help="Time of the first message (UTC) "
               "[default: 2026-01-01].")
-@click.option("--users", type=Count(), default=10_000_000, show_default=True,
+@click.option("--users", type=Count(), default=DEFAULT_USERS, show_default=True,
               help="Distinct synthetic user IDs.")
 @click.option("--partitioner", "follow_name", type=PARTITIONER_CHOICE,
               help="Name synthetic tail keys so each shard gets the tail share the profile "
@@ -85,19 +87,25 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
     if verify:
         if len(args) != 2:
             raise click.UsageError("--verify takes PROFILE OUT")
-        ignored = [flag for flag, value in (("-o", output), ("--events", events),
-                                            ("--dist", dist), ("--event", hot_events))
-                   if value]
+        ctx = click.get_current_context()
+        ignored = [f"--{name.replace('_', '-')}" for name in ctx.params
+                   if name not in _VERIFY_OPTIONS and ctx.get_parameter_source(name)
+                   is not click.core.ParameterSource.DEFAULT]
         if ignored:
             raise click.UsageError(f"--verify checks an existing file: {', '.join(ignored)} "
-                                   "would be ignored")
+                                   "would be ignored (it takes --keys, --key-scaling, --tail)")
         from hotshard.render import verify_summary
         from hotshard.workload.generate import generation_options, verify_file
 
         prof = Profile.load(args[0])
         made = generation_options(args[1])  # what the file says it was made with
+        recorded = made.get("key_scaling")
+        if key_scaling and recorded and key_scaling != recorded:
+            raise click.UsageError(f"{args[1]} was generated with --key-scaling {recorded}, "
+                                   f"not {key_scaling}")
+        key_scaling = key_scaling or recorded or "dilute"
         if keys is None and "keys" in made:
-            keys, key_scaling = int(made["keys"]), made.get("key_scaling", "dilute")
+            keys = int(made["keys"])
         if keys is not None:
             prof = prof.scaled(keys=keys, key_scaling=key_scaling)
         windows = json.loads(made.get("event_windows_ms", "[]"))
@@ -138,7 +146,7 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         follow = recorded_partitioner(prof.placement, follow_name, follow_shards)
     plan = plan_workload(
         profile=prof, dist=dist, events=events, seed=seed,
-        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling,
+        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling or "dilute",
         tail=tail or "power_law",
         hot_events=tuple(hot_events), diurnal=diurnal,
         start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow)

@@ -10,7 +10,6 @@ from hotshard.cli._options import (
     KEY_TYPE_RULE,
     PARTITIONER_CHOICE,
     SplitSpec,
-    partitioner_layout,
     partitioner_options,
 )
 
@@ -20,9 +19,9 @@ def _need_shard_count(partitioner, shards, layout) -> None:
     the map partitioner is nothing without its file."""
     if partitioner == "map" and not layout.get("map_file"):
         raise click.UsageError("--partitioner map needs --map FILE (key,shard lines)")
-    from_file = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
-                 "mongodb": "chunks_file"}
-    if shards is None and not layout.get(from_file.get(partitioner, ""), None):
+    from hotshard.shards import LAYOUT_FILE
+
+    if shards is None and not layout.get(LAYOUT_FILE.get(partitioner, ""), None):
         raise click.UsageError(f"say how many shards: --shards N (the {partitioner} "
                                "partitioner needs it)")
 
@@ -60,7 +59,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
         note(f"mixed keys ({len(integers)} of {len(keys)} {looks}): all are hashed as text; "
              "--key-type bigint types the integers as 8-byte integers (give them alone with it)")
     part = make_partitioner(partitioner, shards, key_type=chosen,
-                            **partitioner_layout(**layout))
+                            **layout)
     placed = part.shard_of(list(keys))
     details = part.details(list(keys)) if hasattr(part, "details") else {}
     for i, key in enumerate(keys):
@@ -126,7 +125,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
         raise click.UsageError("--rps and --capacity go together (CPU = rps x share / capacity)")
     prof = Profile.load(profile_path)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=prof.integer_keys)
-    part = make_partitioner(partitioner, shards, key_type=chosen, **partitioner_layout(**layout))
+    part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
     k, s = split_hot or (0, 1)
     whatif = WhatIf(k, s, replicas, cache_hit, coalesce, hot_keys)
     result = run_predict(prof, part, rps=rps, capacity=capacity, whatif=whatif)

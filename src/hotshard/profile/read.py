@@ -246,7 +246,8 @@ def _column_values(col, path: str, column: str) -> NDArray:
 def _read_histogram(path: str) -> FitInput:
     data = _read_bytes(path)
     lines = [ln for ln in data.splitlines() if ln.strip()]
-    delim = b"\t" if b"\t" in lines[0] else (b"," if b"," in lines[0] else None)
+    found = _delimiter_of(lines[0].decode(errors="replace"))
+    delim = found.encode() if found else None
     rows = [ln.split(delim) for ln in lines]
     start = 0
     if not _is_number(rows[0][0].strip()):

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from hotshard.profile import keys_look_integer
 
-__all__ = ["PARTITIONERS", "TEXT_KEYED", "KEY_TYPE_RULE", "keys_look_integer", "resolve_key_type"]
+__all__ = ["KEY_TYPE_RULE", "LAYOUT_FILE", "PARTITIONERS", "TEXT_KEYED", "keys_look_integer",
+           "resolve_key_type"]
 
 PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb", "jump",
                 "ketama", "rendezvous", "modulo", "map")
+
+# Stores whose layout (and so shard count) can come from a file: store -> make_partitioner's
+# parameter naming that file.
+LAYOUT_FILE = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
+               "mongodb": "chunks_file"}
 
 # Stores that hash the key's bytes as a string whatever its type in the data.
 TEXT_KEYED = ("redis-cluster", "elasticsearch", "ketama")

@@ -44,13 +44,12 @@ class Partitioner(Placer, Protocol):
 class _Named:
     """``spec`` and ``fingerprint`` for every partitioner (the ``Placer`` protocol)."""
 
+    _spec_suffix = ""  # what else a spec must say to rebuild this layout (Cassandra: vnodes)
+
     @property
     def spec(self) -> str:
         """The name a profile's placement is recorded under, e.g. ``kafka/64``."""
-        extra = ""
-        if isinstance(self, Cassandra):
-            extra = f":{self.ring_tokens.size // max(self.n_shards, 1)}t"
-        return f"{self.name}/{self.n_shards}{extra}"
+        return f"{self.name}/{self.n_shards}{self._spec_suffix}"
 
     @property
     def fingerprint(self) -> str:
@@ -227,6 +226,10 @@ class Cassandra(_Named):
     ring_nodes: NDArray[np.int64]
     key_type: str = "text"
     name: str = "cassandra"
+
+    @property
+    def _spec_suffix(self) -> str:
+        return f":{self.ring_tokens.size // max(self.n_shards, 1)}t"
 
     def tokens(self, keys):
         kind = "bigint" if self.key_type == "bigint" else "text"
@@ -675,4 +678,10 @@ def recorded_partitioner(placement: dict, name: str, shards: int) -> Partitioner
     if not specs:
         raise InputError(f"the profile recorded no tail placement for {wanted}: profile the "
                          f"data again with partitioner {name} and {shards} shards")
-    return from_spec(specs[0], placement[specs[0]].key_type)
+    for spec in specs:  # the recorded layout must be rebuilt exactly (same ring, same slots)
+        part = from_spec(spec, placement[spec].key_type)
+        if placement[spec].matches(part):
+            return part
+    raise InputError(f"the profile recorded {', '.join(specs)} with a custom layout (a ring, "
+                     "slot or chunk file) that its name cannot rebuild: generate cannot follow "
+                     "it")

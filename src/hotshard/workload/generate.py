@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 import numpy as np
 
 from hotshard.errors import InputError
+from hotshard.profile import keys_look_integer
 from hotshard.profile.model import Profile
+from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS
 from hotshard.workload import sampler as samplers
 from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
@@ -20,8 +22,6 @@ from hotshard.workload.scenario import Arrivals, HotEvent, check_overlaps, forma
 
 __all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
 
-# When neither the profile nor the user gives a rate: the incident's production rate.
-DEFAULT_RATE = 3000.0
 
 DIST_HELP = ("uniform:N | zipf:S:N | hotspot:FRAC_KEYS:FRAC_OPS:N | latest:N[:S] | "
              "scrambled_zipfian:N  (N keys, e.g. zipf:0.99:1e6)")
@@ -78,7 +78,7 @@ def plan_workload(
     hot_events: tuple[HotEvent, ...] = (),
     diurnal: float = 0.0,
     start: datetime | None = None,
-    n_users: int = 10_000_000,
+    n_users: int = DEFAULT_USERS,
     follow=None,
 ) -> GenerationPlan:
     """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
@@ -142,12 +142,9 @@ def plan_workload(
         chosen, op_mix = {"*": parse_dist(dist)}, None
         shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
     for event in hot_events:
-        if key_type == "int64":
-            try:
-                int(event.key)
-            except ValueError:
-                raise InputError(f"event key {event.key!r} must be an integer: this "
-                                 "workload's keys are integers") from None
+        if key_type == "int64" and not keys_look_integer([event.key]):
+            raise InputError(f"event key {event.key!r} must be a 64-bit integer: this "
+                             "workload's keys are integers")
     check_overlaps(tuple(hot_events))
     run_seconds = arrivals.seconds_for(int(events))
     for event in hot_events:

@@ -20,7 +20,7 @@ import numpy as np
 
 from hotshard.errors import InputError
 from hotshard.profile.model import DEFAULT_OPS
-from hotshard.workload import FORMATS
+from hotshard.workload import DEFAULT_USERS, FORMATS
 from hotshard.workload.scenario import Arrivals, HotEvent
 
 __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
@@ -28,7 +28,6 @@ __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_sp
 
 # Typical chat message bytes; used when the profile has no size quantiles.
 DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
-DEFAULT_USERS = 10_000_000
 CHUNK_ROWS = 1 << 20
 
 

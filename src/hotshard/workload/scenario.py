@@ -50,7 +50,7 @@ def format_duration(seconds: float) -> str:
         if total >= size:
             parts.append(f"{total // size}{unit}")
             total %= size
-    return "".join(parts[:2])
+    return "".join(parts)
 
 
 @dataclass(frozen=True)
@@ -92,9 +92,9 @@ def check_overlaps(events: tuple[HotEvent, ...]) -> None:
 
 
 def _looks_like_time(text: str) -> bool:
-    """Whether the end of a would-be key is a share or a time (a spec with a part too many)."""
-    tail = text.rsplit(":", 1)[-1]
-    return bool(re.fullmatch(r"[0-9.]+[smhd%]?", tail))
+    """Whether a would-be key is only shares and times (a spec with a part too many, such as
+    71:0.4:1m:2m:3m), not a key with colons in it (channel:4711)."""
+    return bool(re.fullmatch(r"[0-9.%smhd:]+", text))
 
 
 def parse_event(spec: str) -> HotEvent:
