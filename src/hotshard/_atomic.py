@@ -10,13 +10,24 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from hotshard.errors import InputError
 
-__all__ = ["atomic_write", "check_writable"]
+__all__ = ["atomic_write", "check_writable", "is_special"]
+
+
+def is_special(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (links followed) exists and is not a regular file: a device such as
+    /dev/null, a named pipe, a socket. Those are written in place, never replaced."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:
@@ -28,6 +39,10 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         ``path`` is a directory, its directory does not exist, or it is not writable.
     """
     target = Path(path)
+    if target.is_symlink():  # a link is written through, not replaced
+        target = Path(os.path.realpath(target))
+    if is_special(target):
+        return target
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; name a file inside it")
     directory = target.parent
@@ -61,9 +76,14 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     """Open a temporary file next to ``path``; on success rename it onto ``path``.
 
     On any exception (including KeyboardInterrupt) the temporary file is removed and ``path``
-    is left untouched.
+    is left untouched. A symbolic link is followed (its target is replaced, the link kept); a
+    device, pipe or socket (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place.
     """
     target = check_writable(path)
+    if is_special(target):
+        with open(target, mode) as handle:
+            yield handle
+        return
     fd, tmp_name = _create_temporary(target)
     try:
         with os.fdopen(fd, mode) as handle:

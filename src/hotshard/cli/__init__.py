@@ -103,16 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as exc:
         hint = f" (see 'hotshard {exc.ctx.command_path.split(' ', 1)[1]} --help')" if (
             exc.ctx and " " in exc.ctx.command_path) else " (see 'hotshard --help')"
-        click.echo(f"hotshard: error: {exc.format_message()}{hint}", err=True)
+        message = " ".join(exc.format_message().split())  # click's choice lists span lines
+        click.echo(f"hotshard: error: {message}{hint}", err=True)
         return 2
     except click.ClickException as exc:
         click.echo(f"hotshard: error: {exc.format_message()}", err=True)
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("hotshard: interrupted; no partial output file is left", err=True)
+        click.echo("hotshard: interrupted (files being written were removed)", err=True)
         return 130
     except Terminated:
-        click.echo("hotshard: terminated; no partial output file is left", err=True)
+        click.echo("hotshard: terminated (files being written were removed)", err=True)
         return 143
     except BrokenPipeError:  # the reader went away (| head): not an error
         with contextlib.suppress(OSError):

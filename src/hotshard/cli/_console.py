@@ -27,6 +27,37 @@ def write_json(path: str, payload: dict) -> None:
         handle.write("\n")
 
 
+SLOW_AFTER_S = 5.0
+
+
+def interruptible(work, slow_note: str | None = None):
+    """``work()`` in a daemon thread, the main thread waiting in short joins: a long compiled
+    loop (numba holds the thread) would otherwise keep Ctrl-C and SIGTERM from being handled.
+    ``slow_note`` is shown once if the work takes longer than ``SLOW_AFTER_S`` seconds."""
+    import threading
+    import time
+
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    while thread.is_alive():
+        thread.join(0.2)
+        if slow_note and thread.is_alive() and time.monotonic() - started > SLOW_AFTER_S:
+            note(slow_note)
+            slow_note = None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class ProgressBar:
     """A rich progress bar on stderr, shown only on a terminal and when enabled."""
 

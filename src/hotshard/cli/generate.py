@@ -61,8 +61,9 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
               help="Shard count for --partitioner.")
 @click.option("--verify", is_flag=True,
               help="Check OUT against PROFILE instead of generating (head shares, tail). A "
-                   "Parquet OUT records its --keys/--key-scaling/--tail; for CSV or JSON "
-                   "lines give the ones it was generated with.")
+                   "Parquet OUT records its --keys/--key-scaling/--tail and event windows; for "
+                   "CSV or JSON lines give --keys/--key-scaling/--tail (a file made with "
+                   "--event verifies only as Parquet, which records the windows).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
              tail, hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):

@@ -65,6 +65,9 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
         raise click.UsageError("give one --shards N for each --partitioner")
     check_writable(output)
     secret = None
+    if secret_file and not pseudonymize:
+        raise click.UsageError("--secret-file is the key of --pseudonymize: add --pseudonymize, "
+                               "or the profile keeps the real keys")
     if pseudonymize:
         from hotshard.profile.pseudonym import read_secret
 

@@ -210,6 +210,10 @@ def _check_integral(arr: NDArray, what: str) -> NDArray[np.int64]:
     if np.any(bad):
         first = arr[np.flatnonzero(bad)[0]]
         raise InputError(f"{what} must be integers, got {float(first):g}")
+    huge = np.abs(arr) >= 2.0**63
+    if np.any(huge):
+        first = arr[np.flatnonzero(huge)[0]]
+        raise InputError(f"{what} must fit 64-bit integers (below 9.2e18), got {float(first):g}")
     return arr.astype(np.int64)
 
 

@@ -574,20 +574,26 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
         raise InputError(f"unknown partitioner {name!r}; choose from {', '.join(PARTITIONERS)}")
     if key_type not in ("text", "bigint"):
         raise InputError(f"key type must be text or bigint, got {key_type!r}")
+    def agreeing(n: int, path: str) -> int:
+        if shards is not None and shards != n:
+            raise InputError(f"{path} lays out {n} shards, not {shards}: give no shard count "
+                             "with a layout file, or the one it has")
+        return n
+
     if name == "map":
         if not map_file:
             raise InputError("the map partitioner needs a map file (key,shard lines)")
         table, n = load_map(map_file)
-        return ExplicitMap(n, table)
+        return ExplicitMap(agreeing(n, map_file), table)
     if name == "redis-cluster" and slots_map:
         slot_node, n = load_slots_map(slots_map)
-        return RedisCluster(n, slot_node)
+        return RedisCluster(agreeing(n, slots_map), slot_node)
     if name == "mongodb" and chunks_file:
         bounds, owner, n = load_chunks(chunks_file)
-        return MongoDB(n, bounds, owner, key_type)
+        return MongoDB(agreeing(n, chunks_file), bounds, owner, key_type)
     if name == "cassandra" and ring_file:
         tokens, nodes, n = load_ring(ring_file)
-        return Cassandra(n, tokens, nodes, key_type)
+        return Cassandra(agreeing(n, ring_file), tokens, nodes, key_type)
     if shards is None:
         raise InputError(f"say how many shards the {name} partitioner has")
     n = _check_shards(shards)

@@ -280,6 +280,10 @@ def check_disk_space(plan: GenerationPlan, output: str, fmt: str) -> float:
     import os
     import shutil
 
+    from hotshard._atomic import is_special
+
+    if is_special(output):  # /dev/null, a pipe: nothing is stored
+        return 0.0
     need = estimate_output_bytes(plan, fmt)
     directory = os.path.dirname(os.path.abspath(output))
     free = shutil.disk_usage(directory).free
