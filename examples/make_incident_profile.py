@@ -1,0 +1,407 @@
+"""Make the incident's example profiles from the shape the incident describes.
+
+    python examples/make_incident_profile.py [--out-dir examples] [--seed 2026]
+
+(``--out-dir`` defaults to the directory of this script, wherever it is run from)
+
+writes two ``hotshard.profile/1`` documents (counts only, well under 100 KB each):
+
+``incident.profile.json``
+    One hour of a live-streaming platform's chat-history service at the incident's production
+    rate (3000 req/s): integer channel IDs, the top 1% of channels carrying half of all
+    requests, a power-law tail, reads and writes, message sizes and the per-second rate.
+``incident-event.profile.json``
+    The same hour, the same channels and the same rate, while one channel hosts a big event
+    and carries ``EVENT_SHARE`` of all requests alone.
+
+The model
+---------
+Popularity is Zipf's law, the discrete power law in rank form: the channel of popularity rank
+``r`` (1 = most popular) of ``N_CHANNELS`` draws an expected share ``r**-s / H(N, s)`` of the
+requests, ``H(n, s) = sum(k**-s for k in 1..n)``. The top 1% of channels then carries
+``H(N/100, s) / H(N, s)``, which rises monotonically with ``s``; the script *solves* that
+equation for ``s`` (scipy's brentq on the exact finite sums, so the finite number of channels
+is taken into account; no trial and error). In the distribution of per-channel counts the same
+law reads ``P(count >= k) ~ k**-(alpha - 1)`` with ``alpha = 1 + 1/s``: a discrete power-law
+tail, which ``hotshard profile``'s maximum-likelihood fit recovers (the script prints both).
+
+The hour's ``TOTAL_REQUESTS`` are then dealt to the channels by one multinomial draw with those
+shares (the Poisson-like noise real counts have), each request is a read or a write
+independently with ``WRITE_FRACTION``, and the rows ``(channel_id, op, n)`` go through
+``hotshard.profile.count.count_profile`` exactly as a user's pre-aggregated counts would.
+Payload sizes and the per-second rate cannot come from a counts table, so the script adds them
+to the profile (``sizes`` and ``rate``, the fields ``count_profile`` fills from event rows) and
+re-validates it through ``Profile.from_dict`` before saving.
+
+The event variant keeps the total: the event channel's requests become ``EVENT_SHARE`` of the
+hour, and the other channels' requests are thinned at random to the rest (a multivariate
+hypergeometric draw over their (channel, op) cells: viewers who left their channel for the
+event), so both files describe 3000 req/s and differ only in where the requests go.
+
+Every random part has its own stream spawned from ``--seed``, so the same seed gives
+byte-identical files (the test checks the committed files are what this script makes), and the
+profiles' ``source.created`` is the fixed end of the window, not the wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.signal import lfilter
+
+from hotshard.profile.count import count_profile
+from hotshard.profile.model import Profile
+
+# --- parameters: each value is a choice, and the comment says why ------------------------------
+
+# Default seed (the year of the incident write-up); any seed gives the same shape.
+SEED = 2026
+
+# The window a profile covers: one hour. Long enough to rank channels by their traffic (the
+# median channel expects about 9 requests), short enough that the rate is roughly stationary and a
+# big event (which lasts hours) fills it.
+WINDOW_SECONDS = 3600
+# Start of that window, fixed so the output is reproducible: an evening, when big events air.
+WINDOW_START = datetime(2026, 12, 2, 20, 0, 0, tzinfo=UTC)
+
+# Production's mean request rate in the incident ("in production, at only 3000 req/s").
+MEAN_RPS = 3000
+# Requests in the window: 3000 req/s for one hour = 10,800,000.
+TOTAL_REQUESTS = MEAN_RPS * WINDOW_SECONDS
+
+# Channels with chat-history traffic in the hour. The largest platform shows on the order of
+# 100,000 channels live at any moment (public trackers such as TwitchTracker); over an hour,
+# streams that start and stop and recently ended ones whose history is still read (offline
+# channel pages, VOD chat replay) add more. A service taking 3000 req/s is smaller than that
+# platform's, so 300,000 channels, an average of 36 requests each, sits in the middle of the
+# plausible range (a few hundred thousand to a few million). At this size almost every channel
+# gets at least one request (the least popular expects about 5), and the script runs in a second.
+N_CHANNELS = 300_000
+
+# The incident: "the top 1% of channels carries about half the viewing". The Zipf exponent is
+# solved so that the top TOP_FRACTION of channels carries exactly TOP_SHARE of the expected
+# requests.
+TOP_FRACTION = 0.01
+TOP_SHARE = 0.5
+
+# Channel IDs are integers drawn without replacement from 1..CHANNEL_ID_MAX: nine-digit numeric
+# IDs, the size large platforms issue (accounts number up to about a billion). Popularity does
+# not depend on the ID, so no partitioner sees an accidental order.
+CHANNEL_ID_MAX = 1_000_000_000
+
+# Share of requests that are writes (a message posted); the rest are reads. A message is written
+# once, but its history page is read by every viewer who opens the channel, reconnects (often,
+# on mobile) or scrolls back, and by VOD chat replay; new messages reach live viewers over
+# pub/sub, not this service. So reads dominate: 90% reads, 10% writes, the mix hotshard assumes
+# when a profile records none (hotshard.profile.model.DEFAULT_OPS), kept the same for every
+# channel so that the read and write distributions have the overall shape.
+WRITE_FRACTION = 0.1
+OPERATIONS = ("read", "write")
+
+# Payload size of one stored chat message, in bytes: metadata plus text.
+# Metadata: message, channel and user IDs and the timestamp (4 x 8 bytes), the sender's display
+# name (~15), badges, colour and emote ranges (~35) and the serialisation's field names and
+# framing (~28): about 110 bytes on every message.
+MESSAGE_METADATA_BYTES = 110
+# Text bytes by quantile: the median chat line is a few words or an emote code (~40 bytes); one
+# in ten is a full sentence or two (~240); one in a hundred is a copy-paste near the usual
+# 500-character cap, with multi-byte UTF-8 (emoji, CJK) taking it to ~900 bytes.
+MESSAGE_TEXT_BYTES = {"0.5": 40, "0.9": 240, "0.99": 900}
+
+# Per-second rate: Poisson noise alone would put the p99 second only ~4% above the mean, but
+# chat traffic swings with shared moments (a stream starting, a raid, a goal, viewers rejoining
+# after a hiccup). The script models the per-second rate as MEAN_RPS * exp(RATE_LOG_SD * x_t),
+# renormalised, with x_t a unit-variance AR(1) process whose correlation decays over
+# RATE_CORRELATION_SECONDS, and deals TOTAL_REQUESTS to the seconds by that rate.
+# A log-standard deviation of 0.15 (one-sigma swings of about 15%) gives a p99 second about 1.4x
+# the mean: busy, yet still below the 5000 req/s at which the incident's load test passed, so
+# that (as in the incident) the rate alone cannot explain production's 800 ms p99; the keys do.
+RATE_LOG_SD = 0.15
+# Swings last about a minute: the time for a crowd to arrive at, or leave, a moment.
+RATE_CORRELATION_SECONDS = 60.0
+
+# The event: one channel carries this share of all requests in the hour, alone. Record
+# single-channel events (a charity boxing night, an esports final) have drawn over 3 million
+# concurrent viewers against a platform-wide audience of several million: a third to a half of
+# everyone watching at the peak. Averaged over an hour that includes the ramp up and down, 30%.
+EVENT_SHARE = 0.30
+# Which channel hosts it, by its everyday popularity rank: big events air on established, popular
+# channels, though rarely the single most popular one. Rank 20 is in the profile's head on an
+# ordinary day too, and is a different key (so usually on another shard) from the everyday top
+# channel, which stays hot during the event as well.
+EVENT_CHANNEL_RANK = 20
+
+# Head size: channels kept by name with exact counts (hotshard profile's default --top-k).
+TOP_K = 500
+# Privacy floor (hotshard profile's --min-count): the channels here are synthetic, so nothing is
+# withheld; 1 keeps every head channel.
+MIN_COUNT = 1
+
+# Output file names (in --out-dir).
+EVERYDAY_FILE = "incident.profile.json"
+EVENT_FILE = "incident-event.profile.json"
+
+# Where the script lives: examples/, the default output directory wherever it is run from.
+HERE = Path(__file__).resolve().parent
+
+# Independent random streams spawned from the seed, one per random part, so changing one part
+# never shifts another's draws.
+_STREAMS = ("channel_ids", "requests", "operations", "event", "rate")
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+def _harmonic(n: int, s: float) -> float:
+    """H(n, s) = sum of k**-s for k = 1..n, computed exactly (n is a few hundred thousand)."""
+    return float(np.sum(np.arange(1, n + 1, dtype=np.float64) ** -s))
+
+
+def top_share(n: int, s: float, fraction: float = TOP_FRACTION) -> float:
+    """Expected share of requests on the top ``fraction`` of ``n`` Zipf(s) channels."""
+    return _harmonic(max(1, round(fraction * n)), s) / _harmonic(n, s)
+
+
+def solve_zipf_exponent(n: int = N_CHANNELS, fraction: float = TOP_FRACTION,
+                        share: float = TOP_SHARE) -> float:
+    """The exponent s for which the top ``fraction`` of ``n`` channels carries ``share``.
+
+    ``top_share`` rises monotonically from ``fraction`` (s = 0, uniform) towards 1 (large s),
+    so the root is unique; brentq finds it to 1e-12.
+    """
+    return brentq(lambda s: top_share(n, s, fraction) - share, 1e-9, 20.0, xtol=1e-12)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Requests per channel and operation in the window, channels in everyday popularity order."""
+
+    channel_ids: np.ndarray  # int64, [N_CHANNELS]
+    counts: np.ndarray  # int64, [N_CHANNELS, len(OPERATIONS)]
+
+    @property
+    def per_channel(self) -> np.ndarray:
+        return self.counts.sum(axis=1)
+
+
+def everyday_traffic(s: float, streams: dict[str, np.random.Generator]) -> Traffic:
+    """TOTAL_REQUESTS dealt to N_CHANNELS Zipf(s) channels, each a read or a write."""
+    ids = streams["channel_ids"].choice(CHANNEL_ID_MAX, size=N_CHANNELS, replace=False) + 1
+    weights = np.arange(1, N_CHANNELS + 1, dtype=np.float64) ** -s
+    per_channel = streams["requests"].multinomial(TOTAL_REQUESTS, weights / weights.sum())
+    writes = streams["operations"].binomial(per_channel, WRITE_FRACTION)
+    return Traffic(ids.astype(np.int64), np.stack([per_channel - writes, writes], axis=1))
+
+
+def event_traffic(everyday: Traffic, rng: np.random.Generator) -> Traffic:
+    """The same hour with channel EVENT_CHANNEL_RANK carrying EVENT_SHARE of it alone.
+
+    The total stays TOTAL_REQUESTS: the other channels keep a random subset of their requests
+    (a multivariate hypergeometric draw over their (channel, op) cells) and the event channel
+    takes the rest, split into reads and writes with the same WRITE_FRACTION.
+    """
+    event = EVENT_CHANNEL_RANK - 1
+    event_requests = round(EVENT_SHARE * TOTAL_REQUESTS)
+    others = np.delete(everyday.counts, event, axis=0)
+    kept = rng.multivariate_hypergeometric(others.ravel(), TOTAL_REQUESTS - event_requests,
+                                           method="marginals").reshape(others.shape)
+    event_writes = int(rng.binomial(event_requests, WRITE_FRACTION))
+    counts = np.insert(kept, event, [event_requests - event_writes, event_writes], axis=0)
+    return Traffic(everyday.channel_ids, counts)
+
+
+def rate_record(rng: np.random.Generator) -> dict:
+    """The profile's ``rate``: mean, p99 and peak of the modelled per-second request counts.
+
+    Computed as ``hotshard profile --time`` computes it from event timestamps: the 99th
+    percentile (nearest rank) and the maximum of the window's per-second counts.
+    """
+    phi = math.exp(-1.0 / RATE_CORRELATION_SECONDS)
+    noise = rng.standard_normal(WINDOW_SECONDS)
+    noise[1:] *= math.sqrt(1.0 - phi * phi)  # stationary AR(1) with unit variance from x_0
+    x = lfilter([1.0], [1.0, -phi], noise)
+    weights = np.exp(RATE_LOG_SD * x)
+    per_second = rng.multinomial(TOTAL_REQUESTS, weights / weights.sum())
+    return {
+        "mean_rps": TOTAL_REQUESTS / WINDOW_SECONDS,
+        "p99_rps": float(np.quantile(per_second, 0.99, method="inverted_cdf")),
+        "peak_rps": float(per_second.max()),
+        "seconds": WINDOW_SECONDS,
+    }
+
+
+def size_quantiles() -> dict[str, float]:
+    """The profile's ``sizes.quantiles``: bytes of a stored message at p50, p90, p99."""
+    return {q: float(MESSAGE_METADATA_BYTES + text) for q, text in MESSAGE_TEXT_BYTES.items()}
+
+
+# --- building the profiles with the library ------------------------------------------------------
+
+def _stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_profile(traffic: Traffic, *, rate: dict, variant: str, seed: int,
+                  workdir: Path) -> Profile:
+    """Profile the traffic's (channel_id, op, n) rows with ``count_profile``, add sizes and rate."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n_ops = len(OPERATIONS)
+    counts = traffic.counts.ravel()
+    keep = counts > 0  # a channel with no writes has no write row, as in real counts
+    table = pa.table({
+        "channel_id": np.repeat(traffic.channel_ids, n_ops)[keep],
+        "op": pa.array(np.tile(np.array(OPERATIONS), traffic.counts.shape[0])[keep]),
+        "n": counts[keep],
+    })
+    path = workdir / f"{variant}.parquet"
+    pq.write_table(table, path)
+    profile = count_profile([str(path)], key="channel_id", counts="n", op="op", top_k=TOP_K,
+                            min_count=MIN_COUNT)
+    end = WINDOW_START + timedelta(seconds=WINDOW_SECONDS)
+    source = {
+        **profile.source,
+        "inputs": [f"synthetic: examples/make_incident_profile.py --seed {seed} ({variant})"],
+        "created": _stamp(end),  # fixed, so the same seed writes the same bytes
+        "window": {"start": _stamp(WINDOW_START), "end": _stamp(end)},
+    }
+    profile = dataclasses.replace(profile, source=source, sizes={"quantiles": size_quantiles()},
+                                  rate=rate)
+    return Profile.from_dict(profile.to_dict())  # the validation a loaded file gets
+
+
+# --- running ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Made:
+    """One written profile and the numbers the script reports for it."""
+
+    path: Path
+    bytes: int
+    events: int
+    channels: int
+    reads: int
+    writes: int
+    top1_share: float
+    top10_share: float
+    top1pct_share: float  # as the profile (and hotshard inspect) computes it
+    top1pct_exact: float  # from the exact per-channel counts
+    tail_alpha: float | None
+    tail_alpha_se: float | None
+    tail_xmin: float | None
+    rate: dict
+    sizes: dict
+    event_channel: int | None = None
+    event_share: float | None = None
+
+
+def _made(path: Path, profile: Profile, traffic: Traffic, event: bool) -> Made:
+    per_channel = traffic.per_channel
+    active = np.sort(per_channel[per_channel > 0])[::-1]
+    top = max(1, round(TOP_FRACTION * active.size))
+    shares = profile.dist.shares()
+    law = profile.tail.power_law or {}
+    event_id = int(traffic.channel_ids[EVENT_CHANNEL_RANK - 1]) if event else None
+    event_share = None
+    if event_id is not None:
+        event_share = float(per_channel[EVENT_CHANNEL_RANK - 1]) / float(per_channel.sum())
+    return Made(
+        path=path, bytes=path.stat().st_size, events=int(profile.events),
+        channels=int(profile.keys),
+        reads=int(profile.operations["read"].events),
+        writes=int(profile.operations["write"].events),
+        top1_share=float(shares["top1"]), top10_share=float(shares["top10"]),
+        top1pct_share=float(shares["top1pct"]),
+        top1pct_exact=float(active[:top].sum()) / float(active.sum()),
+        tail_alpha=law.get("alpha"), tail_alpha_se=law.get("alpha_se"),
+        tail_xmin=law.get("xmin"), rate=dict(profile.rate or {}),
+        sizes=dict((profile.sizes or {}).get("quantiles") or {}), event_channel=event_id,
+        event_share=event_share,
+    )
+
+
+def make(out_dir: Path | str = HERE, seed: int = SEED) -> tuple[float, list[Made]]:
+    """Write both profiles into ``out_dir``; returns the solved Zipf exponent and their numbers."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    children = np.random.SeedSequence(seed).spawn(len(_STREAMS))
+    streams = {name: np.random.default_rng(c) for name, c in zip(_STREAMS, children, strict=True)}
+    s = solve_zipf_exponent()
+    everyday = everyday_traffic(s, streams)
+    event = event_traffic(everyday, streams["event"])
+    rate = rate_record(streams["rate"])  # the same hour's rate for both: the same traffic
+    made = []
+    with tempfile.TemporaryDirectory(prefix="hotshard-incident-") as tmp:
+        for traffic, name, variant in ((everyday, EVERYDAY_FILE, "everyday"),
+                                       (event, EVENT_FILE, "event")):
+            profile = build_profile(traffic, rate=rate, variant=variant, seed=seed,
+                                    workdir=Path(tmp))
+            path = out / name
+            profile.save(path)
+            made.append(_made(path, profile, traffic, event=variant == "event"))
+    return s, made
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it (examples/...)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def report(s: float, made: list[Made]) -> str:
+    """What the script prints: the solved exponent, then each file's numbers."""
+    lines = [
+        f"Zipf exponent s = {s:.6f}: the top {TOP_FRACTION:.0%} of {N_CHANNELS:,} channels "
+        f"expect {top_share(N_CHANNELS, s):.2%} of requests (solved for {TOP_SHARE:.0%})",
+        f"  count-distribution exponent alpha = 1 + 1/s = {1 + 1 / s:.3f}",
+    ]
+    for m in made:
+        lines += [
+            f"{_shown(m.path)} ({m.bytes / 1000:.1f} KB)",
+            f"  events           {m.events:,} ({m.reads:,} reads, {m.writes:,} writes)",
+            f"  channels         {m.channels:,} with at least one request",
+            f"  top-1 channel    {m.top1_share:.2%}",
+            f"  top-10 channels  {m.top10_share:.2%}",
+            f"  top-1% channels  {m.top1pct_share:.2%} (exact counts: {m.top1pct_exact:.2%})",
+        ]
+        if m.tail_alpha is not None:
+            lines.append(f"  tail power law   alpha {m.tail_alpha:.3f} +/- {m.tail_alpha_se:.3f}"
+                         f", xmin {m.tail_xmin:,.0f}")
+        lines.append(f"  rate             mean {m.rate['mean_rps']:,.0f}/s, p99 "
+                     f"{m.rate['p99_rps']:,.0f}/s, peak {m.rate['peak_rps']:,.0f}/s over "
+                     f"{m.rate['seconds']:,} s")
+        lines.append("  message bytes    " + ", ".join(
+            f"p{float(q) * 100:g} {v:,.0f}" for q, v in m.sizes.items()))
+        if m.event_channel is not None:
+            lines.append(f"  event channel    {m.event_channel} carries {m.event_share:.2%}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[Made]:
+    parser = argparse.ArgumentParser(
+        description="Write examples/incident.profile.json and incident-event.profile.json.")
+    parser.add_argument("--out-dir", default=str(HERE), help="directory to write into "
+                        "(default: examples/, beside this script)")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default: {SEED})")
+    args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    s, made = make(args.out_dir, args.seed)
+    print(report(s, made))
+    sys.stdout.flush()
+    return made
+
+
+if __name__ == "__main__":
+    main()
