@@ -189,3 +189,68 @@ def prediction_summary(pred) -> str:
                      f"{a.uniform_low:.2%} to {a.uniform_high:.2%} "
                      f"(max/mean <= {a.uniform_max_over_mean:.2f})")
     return "\n".join(lines)
+
+
+def simulation_summary(result) -> str:
+    """`hotshard simulate`: latency percentiles, the hottest shards against the median one."""
+    m, w = result.model, result.mitigations
+    lines = [f"Simulated {result.duration / 60:,.0f} min at {result.rps:,.0f} req/s "
+             f"({result.requests:,} requests, {result.key_generator} keys) on {m.shards} "
+             f"{m.partitioner} shard{'s' if m.shards != 1 else ''}, {m.workers} worker"
+             f"{'s' if m.workers != 1 else ''} each"]
+    svc = m.service.to_dict()
+    lines.append(f"  service {_spec_text(svc)}; arrivals {_spec_text(m.arrivals.to_dict())}")
+    if w.active:
+        lines.append(f"  mitigations: {_mitigation_text(w)}")
+    pct = result.percentiles()
+    if pct:
+        lines.append("  latency   " + "  ".join(f"{k} {pct[k]:,.1f} ms" for k in
+                                              ("p50", "p90", "p99", "p999", "max")))
+    cpu = [s.cpu for s in result.shards]
+    order = sorted(range(len(cpu)), key=lambda i: -cpu[i])
+    median = sorted(cpu)[len(cpu) // 2]
+    width = len(str(len(cpu) - 1))
+    lines.append(f"  shards    median CPU {median:.0%}; hottest:")
+    for i in order[:5]:
+        s = result.shards[i]
+        flag = "  SATURATED" if s.cpu >= 0.99 else ""
+        lines.append(f"    shard {i:>{width}}  CPU {s.cpu:5.0%}  {s.requests:>10,} requests  "
+                     f"p99 {s.p99_ms:9,.1f} ms  queue mean {s.mean_queue:6.1f} max "
+                     f"{s.max_queue:,}{flag}")
+    if result.cache_hit_rate is not None:
+        lines.append(f"  cache     {m.cache_size:,} entries per shard: read hit rate "
+                     f"{result.cache_hit_rate:.1%}")
+    if result.coalesced:
+        lines.append(f"  coalesced {result.coalesced:,} reads joined an identical read in flight")
+    return "\n".join(lines)
+
+
+def _spec_text(spec: dict) -> str:
+    """A service or arrival model's dict in words; seconds (``*_s``) shown as ms or s."""
+    kind = spec.get("kind", "")
+    parts = []
+    for key, value in spec.items():
+        if key == "kind" or isinstance(value, list | dict):
+            continue
+        if key.endswith("_s") and isinstance(value, int | float):
+            name = key[:-2].replace("_", " ")
+            parts.append(f"{name} {value * 1000:g} ms" if value < 1 else f"{name} {value:g} s")
+        elif isinstance(value, float):
+            parts.append(f"{key.replace('_', ' ')} {value:g}")
+        else:
+            parts.append(f"{key.replace('_', ' ')} {value}")
+    return f"{kind} ({', '.join(parts)})" if parts else str(kind)
+
+
+def _mitigation_text(w) -> str:
+    parts = []
+    if w.split_keys and w.split_into > 1:
+        parts.append(f"top {w.split_keys} keys split into {w.split_into} sub-partitions")
+    if w.replicas > 1:
+        parts.append(f"reads over {w.replicas} replicas")
+    if w.local_cache_hit:
+        parts.append(f"{w.local_cache_hit:.0%} of the top {w.hot_keys} keys' reads from a "
+                     "local cache")
+    if w.coalesce:
+        parts.append("identical in-flight reads coalesced")
+    return "; ".join(parts)

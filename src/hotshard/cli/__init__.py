@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "Each key's shard (slot, token, hash) as the store places it."),
     "predict": ("hotshard.cli.shards", "predict",
                 "Each shard's share of load (and CPU) from a profile."),
+    "simulate": ("hotshard.cli.sim", "simulate",
+                 "Queueing model of the sharded service: per-shard CPU and latency."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }
