@@ -246,10 +246,10 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     key_id = positions.copy()
     if hot_events:
         shard, key_id = _apply_events(hot_events, arrival, shard, key_id, head_ids, place, gen)
-    shard, key_id = _split(mitigations, positions, shard, key_id, head_ids, place, gen)
+    shard, key_id = _split(mitigations, shard, key_id, head_ids, place, gen)
     latency = np.full(n, np.nan)
     served_by_shard = np.ones(n, dtype=bool)
-    hot = positions < min(mitigations.hot_keys, len(head_ids))
+    hot = (key_id >= 0) & (key_id < min(mitigations.hot_keys, len(head_ids)))
     local = np.zeros(n, dtype=bool)
     if mitigations.local_cache_hit > 0:
         local = is_read & hot & (gen.random(n) < mitigations.local_cache_hit)
@@ -350,7 +350,7 @@ def _apply_events(events, arrival, shard, key_id, head_ids, place, gen):
     return shard, key_id
 
 
-def _split(mitigations, positions, shard, key_id, head_ids, place, gen):
+def _split(mitigations, shard, key_id, head_ids, place, gen):
     """Top K keys spread over S time-bucket sub-partitions, each placed as a key of its own."""
     k = min(mitigations.split_keys, len(head_ids)) if mitigations.split_into > 1 else 0
     if k == 0:
@@ -358,12 +358,13 @@ def _split(mitigations, positions, shard, key_id, head_ids, place, gen):
     s_count = mitigations.split_into
     sub_ids = [f"{head_ids[i]}#{b}" for i in range(k) for b in range(s_count)]
     sub_shards = _sub_key_shards(place.partitioner, sub_ids).reshape(k, s_count)
-    mine = (positions < k) & (key_id == positions)  # event-redirected requests keep their key
+    mine = (key_id >= 0) & (key_id < k)  # the key a request is for, an event's included
     bucket = gen.integers(0, s_count, int(mine.sum()))
     shard = shard.copy()
+    target = key_id[mine]
+    shard[mine] = sub_shards[target, bucket]
     key_id = key_id.copy()
-    shard[mine] = sub_shards[positions[mine], bucket]
-    key_id[mine] = -(1000 + positions[mine] * s_count + bucket)
+    key_id[mine] = -(1000 + target * s_count + bucket)
     return shard, key_id
 
 

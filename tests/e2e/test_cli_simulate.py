@@ -1,0 +1,105 @@
+"""`hotshard simulate` as a user runs it: the incident's three scenarios and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _simulate(*args):
+    res = run_cli("simulate", *args, "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _cpu(doc):
+    return sorted(s["cpu"] for s in doc["shards"])
+
+
+@pytest.fixture(scope="module")
+def incident():
+    """The three scenarios, one simulated hour each (seed 0), as observations."""
+    return {name: _simulate("--scenario", name)
+            for name in ("incident-test", "incident-production", "incident-mitigated")}
+
+
+def test_the_load_test_looks_fine(incident):
+    doc = incident["incident-test"]
+    assert doc["format"] == "hotshard.observations/1" and doc["model"] == "open"
+    assert doc["key_generator"] == "uniform"
+    assert 30 <= doc["latency_ms"]["p99"] <= 50  # the incident: p99 about 40 ms (+-25%)
+    cpu = _cpu(doc)
+    assert cpu[-1] - cpu[0] < 0.05  # every shard within a few points of the others
+
+
+def test_production_has_one_hot_shard_and_a_long_tail(incident):
+    doc = incident["incident-production"]
+    cpu = _cpu(doc)
+    median = cpu[len(cpu) // 2]
+    assert 0.71 <= cpu[-1] <= 1.0  # one shard at about 95% (+-25%, capped by saturation)
+    assert 0.15 <= median <= 0.25  # the others near 20%
+    assert 600 <= doc["latency_ms"]["p99"] <= 1000  # p99 about 800 ms
+    assert cpu[-2] < 0.7  # one hot shard, not a hot cluster
+
+
+def test_the_mitigations_bring_p99_under_100_ms(incident):
+    doc = incident["incident-mitigated"]
+    assert doc["latency_ms"]["p99"] < 100
+    assert max(_cpu(doc)) < 0.5
+    assert doc["simulation"]["mitigations"]["coalesce"] is True
+
+
+def test_explicit_options_override_the_scenario():
+    doc = _simulate("--scenario", "incident-production", "--duration", "2m", "--rps", "1000")
+    assert doc["duration_s"] == 120 and doc["rate_rps"] == 1000
+    assert doc["simulation"]["model"]["arrivals"]["kind"] == "onoff"  # the scenario's still
+
+
+def test_text_summary_and_files(tmp_path):
+    out = tmp_path / "sim.json"
+    res = run_cli("simulate", "--dist", "zipf:1.1:1e5", "--rps", "2000", "--duration", "1m",
+                  "-n", "16", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "latency   p50" in res.stdout and "hottest:" in res.stdout
+    from hotshard.observations import Observations
+
+    assert len(Observations.load(out).shards) == 16
+
+
+def test_scenario_list():
+    res = run_cli("simulate", "--scenario", "list")
+    assert res.returncode == 0
+    assert [line.split()[0] for line in res.stdout.splitlines()] == [
+        "incident-test", "incident-production", "incident-mitigated"]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--rps", "10"], "give a PROFILE, --dist SPEC or --scenario NAME"),
+    (["--scenario", "nosuch"], "no scenario 'nosuch'"),
+    (["--dist", "uniform:10", "--rps", "-5"], "--rps"),
+    (["--dist", "uniform:10", "--duration", "0"], "--duration"),
+    (["--dist", "uniform:10", "-n", "0"], "--shards"),
+    (["--dist", "uniform:10", "--workers", "0"], "--workers"),
+    (["--dist", "uniform:10", "--service", "lognormal:5ms:2ms"], "p99"),
+    (["--dist", "uniform:10", "--arrivals", "trace:/nonexistent/rates.txt"], "rates.txt"),
+    (["--dist", "uniform:10", "--plot", "x.txt"], "unknown image type"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    res = run_cli("simulate", *args, "--duration" if "--duration" not in args else "--seed",
+                  "10s" if "--duration" not in args else "0", cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hotshard: error:"), res.stderr
+    assert words in lines[0], lines[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_of_a_simulation(tmp_path):
+    out = tmp_path / "sim.png"
+    res = run_cli("simulate", "--scenario", "incident-production", "--duration", "1m",
+                  "--plot", str(out))
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
