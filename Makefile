@@ -70,6 +70,7 @@ bench: java $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_sampler.py
 	$(BIN)/python benchmarks/bench_partition.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_sim.py
 
 lock:
 	{ echo "# Versions the test suite was run with (pip freeze of $(VENV); hotshard excluded)."; \
