@@ -214,8 +214,9 @@ def simulation_summary(result) -> str:
     for i in order[:5]:
         s = result.shards[i]
         flag = "  SATURATED" if s.cpu >= 0.99 else ""
-        lines.append(f"    shard {i:>{width}}  CPU {s.cpu:5.0%}  {s.requests:>10,} requests  "
-                     f"p99 {s.p99_ms:9,.1f} ms  queue mean {s.mean_queue:6.1f} max "
+        lines.append(f"    shard {i:>{width}}  CPU {s.cpu:4.0%}  {s.requests:>10,} req  "
+                     f"p50/p90/p99/p99.9 {s.p50_ms:,.1f}/{s.p90_ms:,.1f}/{s.p99_ms:,.1f}/"
+                     f"{s.p999_ms:,.1f} ms  queue mean {s.mean_queue:.1f} max "
                      f"{s.max_queue:,}{flag}")
     if result.cache_hit_rate is not None:
         lines.append(f"  cache     {m.cache_size:,} entries per shard: read hit rate "

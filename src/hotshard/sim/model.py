@@ -106,7 +106,9 @@ class ShardResult:
     cpu: float
     cpu_max_replica: float
     p50_ms: float
+    p90_ms: float
     p99_ms: float
+    p999_ms: float
     cache_hit_rate: float | None
     mean_queue: float
     max_queue: int
@@ -143,8 +145,8 @@ class SimResult:
             ShardObservation(id=str(i), cpu=min(1.0, s.cpu), requests=s.requests,
                              p50_ms=s.p50_ms, p99_ms=max(s.p99_ms, s.p50_ms),
                              cache_hit_rate=s.cache_hit_rate, queue_depth=s.mean_queue,
-                             extra={"max_queue": s.max_queue,
-                                    "cpu_unbounded": s.cpu})
+                             extra={"p90_ms": s.p90_ms, "p999_ms": s.p999_ms,
+                                    "max_queue": s.max_queue, "cpu_unbounded": s.cpu})
             for i, s in enumerate(self.shards))
         extra = {"simulation": {"model": self.model.to_dict(),
                                 "mitigations": self.mitigations.to_dict(),
@@ -293,10 +295,12 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         reads_here = int((is_read[rows] & ~local[rows]).sum())  # reads that reached the cache
         hit_rate = (float(cache_hits[rows].sum()) / max(reads_here, 1)
                     if model.cache_size > 0 else None)
-        p50, p99 = (np.percentile(lat, [50, 99]) if lat.size else (0.0, 0.0))
+        p50, p90, p99, p999 = (np.percentile(lat, [50, 90, 99, 99.9]) if lat.size
+                               else (0.0, 0.0, 0.0, 0.0))
         results.append(ShardResult(requests=int(rows.size), cpu=float(np.mean(cpu)),
                                    cpu_max_replica=float(np.max(cpu)), p50_ms=float(p50),
-                                   p99_ms=float(p99), cache_hit_rate=hit_rate,
+                                   p90_ms=float(p90), p99_ms=float(p99), p999_ms=float(p999),
+                                   cache_hit_rate=hit_rate,
                                    mean_queue=queue_mean, max_queue=int(queue_max)))
     overall_hit = (float(cache_hits.sum()) / max(int((is_read & ~local).sum()), 1)
                    if model.cache_size > 0 else None)
