@@ -94,6 +94,7 @@ def test_cache_hit_rates_follow_popularity(web07_profile):
     ({"rps": 0}, "rps must be > 0"),
     ({"duration": -1}, "duration must be > 0"),
     ({"read_share": 1.5}, "read_share must be in"),
+    ({"rps": 1e9, "duration": 3600.0}, "holds every request in memory"),
 ])
 def test_bad_arguments(kwargs, message):
     args = {"rps": 10.0, "duration": 1.0, **kwargs}

@@ -33,6 +33,8 @@ from hotshard.sim.service import Exponential, ServiceTime
 __all__ = ["Mitigations", "ServiceModel", "SimResult", "simulate"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+# Every request is held in memory, ~100 bytes each over the arrays of a run: 1e8 is ~10 GB.
+MAX_REQUESTS = 1e8
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,11 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         raise InputError(f"duration must be > 0 seconds, got {duration}")
     if not 0.0 <= read_share <= 1.0:
         raise InputError(f"read_share must be in [0, 1], got {read_share}")
+    if rps * duration > MAX_REQUESTS:
+        raise InputError(f"{rps:,g} req/s for {duration:,g} s is {rps * duration:.3g} requests; "
+                         f"the simulator holds every request in memory (~100 bytes each), at "
+                         f"most {MAX_REQUESTS:.0e}: simulate a shorter window (percentiles "
+                         "settle within minutes of simulated time)")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     seed = rng if isinstance(rng, int) else None
     if partitioner is None:
