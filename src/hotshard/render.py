@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from hotshard.profile.fit import PowerLawFit
 
 __all__ = ["fit_summary"]
@@ -193,13 +195,22 @@ def prediction_summary(pred) -> str:
 
 def simulation_summary(result) -> str:
     """`hotshard simulate`: latency percentiles, the hottest shards against the median one."""
+    from hotshard.workload.scenario import format_duration
+
     m, w = result.model, result.mitigations
-    lines = [f"Simulated {result.duration / 60:,.0f} min at {result.rps:,.0f} req/s "
-             f"({result.requests:,} requests, {result.key_generator} keys) on {m.shards} "
-             f"{m.partitioner} shard{'s' if m.shards != 1 else ''}, {m.workers} worker"
-             f"{'s' if m.workers != 1 else ''} each"]
-    svc = m.service.to_dict()
-    lines.append(f"  service {_spec_text(svc)}; arrivals {_spec_text(m.arrivals.to_dict())}")
+
+    def plural(n, word):
+        return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+    lines = [f"Simulated {format_duration(result.duration)} at {result.rps:,.4g} req/s "
+             f"({plural(result.requests, 'request')}, {result.key_generator} keys) on "
+             f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each"]
+    lines.append(f"  service {_spec_text(m.service.to_dict())}; arrivals "
+                 f"{_spec_text(m.arrivals.to_dict())}; reads {result.reads}")
+    for e in result.events:
+        end = format_duration(min(e.end, result.duration))
+        lines.append(f"  event: {e.share:.0%} of all requests to key {e.key} from "
+                     f"{format_duration(e.start)} to {end}")
     if w.active:
         lines.append(f"  mitigations: {_mitigation_text(w)}")
     pct = result.percentiles()
@@ -207,13 +218,22 @@ def simulation_summary(result) -> str:
         lines.append("  latency   " + "  ".join(f"{k} {pct[k]:,.1f} ms" for k in
                                               ("p50", "p90", "p99", "p999", "max")))
     cpu = [s.cpu for s in result.shards]
-    order = sorted(range(len(cpu)), key=lambda i: -cpu[i])
-    median = sorted(cpu)[len(cpu) // 2]
+    order = sorted(range(len(cpu)), key=lambda i: (-cpu[i], -result.shards[i].requests))
+    median = float(np.median(cpu))
+    p99s = [s.p99_ms for s in result.shards if s.p99_ms is not None]
+    typical_p99 = float(np.median(p99s)) if p99s else 0.0
     width = len(str(len(cpu) - 1))
     lines.append(f"  shards    median CPU {median:.0%}; hottest:")
     for i in order[:5]:
         s = result.shards[i]
-        flag = "  SATURATED" if s.cpu >= 0.99 else ""
+        if s.p99_ms is None:
+            lines.append(f"    shard {i:>{width}}  no requests")
+            continue
+        flag = ""
+        if s.cpu >= 0.99:
+            flag = "  SATURATED: arrivals outran service the whole window"
+        elif typical_p99 and s.p99_ms > 10 * typical_p99:
+            flag = f"  BACKLOG: p99 {s.p99_ms / typical_p99:,.0f}x a typical shard's"
         lines.append(f"    shard {i:>{width}}  CPU {s.cpu:4.0%}  {s.requests:>10,} req  "
                      f"p50/p90/p99/p99.9 {s.p50_ms:,.1f}/{s.p90_ms:,.1f}/{s.p99_ms:,.1f}/"
                      f"{s.p999_ms:,.1f} ms  queue mean {s.mean_queue:.1f} max "

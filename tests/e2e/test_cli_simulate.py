@@ -103,3 +103,34 @@ def test_plot_of_a_simulation(tmp_path):
                   "--plot", str(out))
     assert res.returncode == 0, res.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
+
+
+def test_the_summary_says_how_reads_and_events_were_taken(tmp_path, web07_path):
+    res = run_cli("simulate", str(web07_path), "--duration", "2m", "--event",
+                  "107:0.3:30s:1m30s")
+    assert res.returncode == 0, res.stderr
+    assert "reads 90% of requests" in res.stdout
+    assert "event: 30% of all requests to key 107 from 30s to 1m30s" in res.stdout
+    doc = _simulate(str(web07_path), "--duration", "1m", "--read-share", "0.5")
+    assert doc["simulation"]["reads"] == "50% of requests"
+
+
+def test_a_rate_trace_sets_rate_and_length(tmp_path, web07_path):
+    trace = tmp_path / "rates.txt"
+    trace.write_text("100\n" * 60)
+    doc = _simulate(str(web07_path), "--arrivals", f"trace:{trace}")
+    assert doc["rate_rps"] == 100 and doc["duration_s"] == 60
+    # a Poisson count with mean 6000: within 5 sd
+    assert abs(doc["achieved_rps"] * 60 - 6000) < 5 * 6000 ** 0.5
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--event", "107:0.3:20m:30m", "--duration", "10m"], "starts at 20m, after the simulated"),
+    (["--event", "107:0.6:0:1m", "--event", "71:0.6:0:1m", "--duration", "2m"],
+     "ask for 120% of all traffic"),
+    (["--rps", "1e9", "--duration", "1h"], "holds every request in memory"),
+    (["--rps", "0.000001", "--duration", "1s"], "less than one request"),
+])
+def test_impossible_runs_are_refused(web07_path, args, words):
+    res = run_cli("simulate", str(web07_path), *args)
+    assert res.returncode == 2 and words in res.stderr, res.stderr

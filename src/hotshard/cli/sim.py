@@ -6,6 +6,7 @@ import json
 
 import click
 
+from hotshard.cli._console import note
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
 # simulate's options that a scenario may set (explicit flags win over the scenario's values)
@@ -53,6 +54,9 @@ _SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "shards", "p
 @click.option("--coalesce/--no-coalesce", default=None,
               help="Mitigation: a read arriving while an identical read is in flight waits "
                    "for it instead of queueing (modelled exactly).")
+@click.option("--read-share", type=click.FloatRange(0, 1), metavar="F",
+              help="Share of reads [default: by key from the profile's 'read' operation, "
+                   "else 0.9]. Reads can be cached, coalesced and spread over replicas.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed: same seed, same numbers.")
 @click.option("--json", "as_json", is_flag=True,
@@ -62,7 +66,7 @@ _SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "shards", "p
               help="Draw per-shard CPU and latency percentiles to a .png, .svg or .pdf file.")
 def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, workers, service,
              arrivals, hot_events, cache_size, hit_ms, split_hot, replicas, cache_hit, hot_keys,
-             coalesce, seed, as_json, output, plot):
+             coalesce, read_share, seed, as_json, output, plot):
     """Simulate the sharded service: per-shard CPU, queues and latency percentiles.
 
     Every request of the window is drawn (arrival time, key, read or write), placed on its
@@ -98,8 +102,9 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     given = {name for name in ctx.params
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
     options = _resolve(scenario, given, locals())
-    result = _run(options, hot_events=tuple(hot_events), cache_size=cache_size,
-                  hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, seed=seed,
+    result = _run(options, given, hot_events=tuple(hot_events), cache_size=cache_size,
+                  hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, read_share=read_share,
+                  seed=seed,
                   label=f"simulation: {scenario}" if scenario else "simulation")
     obs = result.to_observations()
     if output:
@@ -146,7 +151,8 @@ def _resolve(scenario, given, values) -> dict:
     return options
 
 
-def _run(options, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, seed, label):
+def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
+         seed, label):
     from hotshard.profile.model import Profile
     from hotshard.sim.arrivals import parse_arrivals
     from hotshard.sim.model import Mitigations, ServiceModel, simulate
@@ -170,18 +176,47 @@ def _run(options, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, seed, 
         sampler = parse_dist(spec)
         generator = spec.split(":")[0]
     k, s = options["split_hot"] or (0, 1)
+    head = len(getattr(sampler, "head_ids", ()))
+    if k > head:
+        note(f"only the {head} head keys have names to split: splitting those, not {k}"
+             if head else "classic distributions have no named head keys: nothing is split")
+    arrivals = parse_arrivals(options["arrivals"])
+    if hasattr(arrivals, "mean_rate"):  # a rate trace: its own rates and length unless told
+        if "rps" not in given:
+            options["rps"] = arrivals.mean_rate
+        if "duration" not in given:
+            options["duration"] = arrivals.duration
     model = ServiceModel(shards=options["shards"], partitioner=options["partitioner"],
                          workers=options["workers"], service=parse_service(options["service"]),
-                         arrivals=parse_arrivals(options["arrivals"]), cache_size=cache_size,
+                         arrivals=arrivals, cache_size=cache_size,
                          hit_seconds=hit_ms / 1000.0)
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=options["replicas"],
                               local_cache_hit=cache_hit, hot_keys=hot_keys,
                               coalesce=bool(options["coalesce"]))
-    read_share = 0.9
-    if profile is not None and not op_mix:
+    if read_share is None:
         from hotshard.profile.model import DEFAULT_OPS
 
         read_share = DEFAULT_OPS["read"]
+        if op_mix is not None and "read" not in op_mix[0]:
+            note(f"the profile's operations are {', '.join(op_mix[0])}, none named 'read': "
+                 f"reads taken as {read_share:.0%} of requests (--read-share sets it)")
+    else:
+        op_mix = None  # the user's share replaces the profile's
+    _check_events(hot_events, options["duration"])
     return simulate(sampler, rps=options["rps"], duration=options["duration"], model=model,
                     mitigations=mitigations, read_share=read_share, op_mix=op_mix,
                     hot_events=hot_events, rng=seed, label=label, key_generator=generator)
+
+
+def _check_events(events, duration) -> None:
+    """Events must fit the window and, at any moment, together take at most all traffic."""
+    from hotshard.workload.scenario import check_overlaps, format_duration
+
+    check_overlaps(tuple(events))
+    for event in events:
+        if event.start >= duration:
+            raise click.UsageError(f"the event on key {event.key} starts at "
+                                   f"{format_duration(event.start)}, after the simulated "
+                                   f"{format_duration(duration)}")
+        if event.end > duration:
+            note(f"the event on key {event.key} is cut short at {format_duration(duration)}")

@@ -33,8 +33,9 @@ from hotshard.sim.service import Exponential, ServiceTime
 __all__ = ["Mitigations", "ServiceModel", "SimResult", "simulate"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-# Every request is held in memory, ~100 bytes each over the arrays of a run: 1e8 is ~10 GB.
-MAX_REQUESTS = 1e8
+# Every request is held in memory: measured 75 (64 shards) to 160 (1 shard) bytes each over
+# the arrays of a run, so 4e7 requests stay under ~6.5 GB on a 24 GB machine.
+MAX_REQUESTS = 4e7
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,10 @@ class ShardResult:
     requests: int
     cpu: float
     cpu_max_replica: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    p999_ms: float
+    p50_ms: float | None  # None: no request reached the shard
+    p90_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
     cache_hit_rate: float | None
     mean_queue: float
     max_queue: int
@@ -133,6 +134,8 @@ class SimResult:
     model: ServiceModel
     mitigations: Mitigations
     seed: int | None
+    reads: str = ""  # how reads were chosen: by key from the profile, or a flat share
+    events: tuple = ()  # the big events applied (workload.scenario.HotEvent)
 
     def percentiles(self) -> dict[str, float]:
         lat = self.latency_ms
@@ -145,14 +148,17 @@ class SimResult:
     def to_observations(self) -> Observations:
         shards = tuple(
             ShardObservation(id=str(i), cpu=min(1.0, s.cpu), requests=s.requests,
-                             p50_ms=s.p50_ms, p99_ms=max(s.p99_ms, s.p50_ms),
+                             p50_ms=s.p50_ms, p99_ms=s.p99_ms,
                              cache_hit_rate=s.cache_hit_rate, queue_depth=s.mean_queue,
                              extra={"p90_ms": s.p90_ms, "p999_ms": s.p999_ms,
                                     "max_queue": s.max_queue, "cpu_unbounded": s.cpu})
             for i, s in enumerate(self.shards))
         extra = {"simulation": {"model": self.model.to_dict(),
                                 "mitigations": self.mitigations.to_dict(),
-                                "coalesced_reads": self.coalesced, "seed": self.seed}}
+                                "coalesced_reads": self.coalesced, "seed": self.seed,
+                                "reads": self.reads,
+                                "events": [{"key": e.key, "share": e.share, "start_s": e.start,
+                                            "end_s": e.end} for e in self.events]}}
         return Observations(label=self.label, rate_rps=self.rps,
                             achieved_rps=self.requests / self.duration,
                             duration_s=self.duration, model="open",
@@ -230,9 +236,12 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         raise InputError(f"duration must be > 0 seconds, got {duration}")
     if not 0.0 <= read_share <= 1.0:
         raise InputError(f"read_share must be in [0, 1], got {read_share}")
+    if rps * duration < 1:
+        raise InputError(f"{rps:g} req/s for {duration:g} s is less than one request: raise "
+                         "the rate or the duration")
     if rps * duration > MAX_REQUESTS:
         raise InputError(f"{rps:,g} req/s for {duration:,g} s is {rps * duration:.3g} requests; "
-                         f"the simulator holds every request in memory (~100 bytes each), at "
+                         f"the simulator holds every request in memory (up to ~160 bytes each), at "
                          f"most {MAX_REQUESTS:.0e}: simulate a shorter window (percentiles "
                          "settle within minutes of simulated time)")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -250,7 +259,9 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     arrival = np.asarray(model.arrivals.times(rps, duration, gen), dtype=np.float64)
     n = arrival.size
     positions = np.asarray(sampler.sample(n, gen), dtype=np.int64)
-    is_read = _reads(positions, n, read_share, op_mix, gen)
+    by_key = op_mix is not None and "read" in op_mix[0]
+    is_read = _reads(positions, n, read_share, op_mix if by_key else None, gen)
+    reads = "by key, from the profile's operations" if by_key else f"{read_share:.0%} of requests"
     shard = place.shards(positions)
     key_id = positions.copy()
     if hot_events:
@@ -302,11 +313,11 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         reads_here = int((is_read[rows] & ~local[rows]).sum())  # reads that reached the cache
         hit_rate = (float(cache_hits[rows].sum()) / max(reads_here, 1)
                     if model.cache_size > 0 else None)
-        p50, p90, p99, p999 = (np.percentile(lat, [50, 90, 99, 99.9]) if lat.size
-                               else (0.0, 0.0, 0.0, 0.0))
+        p50, p90, p99, p999 = ([float(v) for v in np.percentile(lat, [50, 90, 99, 99.9])]
+                               if lat.size else (None, None, None, None))
         results.append(ShardResult(requests=int(rows.size), cpu=float(np.mean(cpu)),
-                                   cpu_max_replica=float(np.max(cpu)), p50_ms=float(p50),
-                                   p90_ms=float(p90), p99_ms=float(p99), p999_ms=float(p999),
+                                   cpu_max_replica=float(np.max(cpu)), p50_ms=p50,
+                                   p90_ms=p90, p99_ms=p99, p999_ms=p999,
                                    cache_hit_rate=hit_rate,
                                    mean_queue=queue_mean, max_queue=int(queue_max)))
     overall_hit = (float(cache_hits.sum()) / max(int((is_read & ~local).sum()), 1)
@@ -315,7 +326,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                      latency_ms=latency, shards=tuple(results), cache_hit_rate=overall_hit,
                      coalesced=coalesced, key_generator=key_generator or _describe(sampler),
                      distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
-                     mitigations=mitigations, seed=seed)
+                     mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events))
 
 
 def _describe(sampler) -> str:
@@ -329,8 +340,6 @@ def _reads(positions, n, read_share, op_mix, gen) -> NDArray[np.bool_]:
     if op_mix is None:
         return u < read_share
     names, head_cum, tail_cum = op_mix
-    if "read" not in names:  # operations named otherwise (SCSI opcodes...): the flat share
-        return u < read_share
     j = list(names).index("read")
     lo_h = head_cum[:, j - 1] if j else np.zeros(head_cum.shape[0])
     lo_t = tail_cum[j - 1] if j else 0.0
