@@ -34,28 +34,16 @@ def interruptible(work, slow_note: str | None = None):
     """``work()`` in a daemon thread, the main thread waiting in short joins: a long compiled
     loop (numba holds the thread) would otherwise keep Ctrl-C and SIGTERM from being handled.
     ``slow_note`` is shown once if the work takes longer than ``SLOW_AFTER_S`` seconds."""
-    import threading
-    import time
+    from hotshard._threads import run_in_thread
 
-    box: dict = {}
+    pending = [slow_note]
 
-    def target():
-        try:
-            box["value"] = work()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
+    def tick(elapsed: float) -> None:
+        if pending[0] and elapsed > SLOW_AFTER_S:
+            note(pending[0])
+            pending[0] = None
 
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    started = time.monotonic()
-    while thread.is_alive():
-        thread.join(0.2)
-        if slow_note and thread.is_alive() and time.monotonic() - started > SLOW_AFTER_S:
-            note(slow_note)
-            slow_note = None
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return run_in_thread(work, tick)
 
 
 class ProgressBar:

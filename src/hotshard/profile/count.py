@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import glob
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -327,23 +326,11 @@ def run_with_progress(work: Callable[[], object], poll: Callable[[], float | Non
     """Run ``work`` in a thread, reporting ``poll()`` to ``progress`` until it finishes."""
     if progress is None:
         return work()
-    box: dict[str, object] = {}
+    from hotshard._threads import run_in_thread
 
-    def target():
-        try:
-            box["value"] = work()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    while thread.is_alive():
-        progress(stage, poll())
-        thread.join(0.2)
+    value = run_in_thread(work, lambda _elapsed: progress(stage, poll()))
     progress(stage, 1.0)
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]
+    return value
 
 
 def accumulate_placement(batches, head_keys: Sequence[str],

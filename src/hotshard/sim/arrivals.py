@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hotshard._files import require_file
 from hotshard.errors import InputError
+from hotshard.sim.service import _is_number
 
 __all__ = [
     "ArrivalProcess",
@@ -240,14 +241,6 @@ def read_rate_trace(path: str | Path) -> NDArray[np.float64]:
     if not rates.max() > 0:
         raise InputError(f"rate trace {path} has no traffic: every rate is 0")
     return rates
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def rate_trace(rates: ArrayLike, rng: RNG = None) -> Times:
