@@ -126,9 +126,9 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
 
 def _resolve(scenario, given, values) -> dict:
     """The scenario's options with every explicitly given option on top; then defaults."""
-    options = {"rps": 3000.0, "duration": 600.0, "shards": 64, "partitioner": "kafka",
-               "workers": 1, "service": "exp:5.25ms", "arrivals": "poisson", "replicas": 1,
-               "coalesce": False, "split_hot": None, "dist": None, "profile": None}
+    from hotshard.sim.scenarios import DEFAULTS
+
+    options = {key: DEFAULTS[key] for key in _SCENARIO_KEYS}
     if scenario:
         from hotshard.sim.scenarios import example_path
         from hotshard.sim.scenarios import scenario as lookup
@@ -153,46 +153,23 @@ def _resolve(scenario, given, values) -> dict:
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
          seed, label):
-    from hotshard.profile.model import Profile
-    from hotshard.sim.arrivals import parse_arrivals
-    from hotshard.sim.model import Mitigations, ServiceModel, simulate
-    from hotshard.sim.service import parse_service
-    from hotshard.workload.generate import parse_dist
-    from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
+    from hotshard.sim.model import simulate
+    from hotshard.sim.scenarios import prepare
 
-    op_mix, profile = None, None
-    if options["profile"]:
-        profile = Profile.load(options["profile"])
-        sampler = from_profile(profile)
-        op_mix = op_mix_by_key(profile) if profile.operations else None
-        generator = "profile"
-    else:
-        spec = options["dist"]
-        if "{channels}" in spec:  # the load test's uniform keys over the incident's channels
-            from hotshard.sim.scenarios import example_path
-
-            channels = Profile.load(example_path("incident.profile.json")).keys
-            spec = spec.format(channels=int(channels))
-        sampler = parse_dist(spec)
-        generator = spec.split(":")[0]
-    k, s = options["split_hot"] or (0, 1)
-    head = len(getattr(sampler, "head_ids", ()))
+    ready = prepare({**options, "cache_size": cache_size, "hit_ms": hit_ms,
+                     "cache_hit": cache_hit, "hot_keys": hot_keys})
+    k = (options["split_hot"] or (0, 1))[0]
+    head = len(getattr(ready.sampler, "head_ids", ()))
     if k > head:
         note(f"only the {head} head keys have names to split: splitting those, not {k}"
              if head else "classic distributions have no named head keys: nothing is split")
-    arrivals = parse_arrivals(options["arrivals"])
+    arrivals = ready.model.arrivals
     if hasattr(arrivals, "mean_rate"):  # a rate trace: its own rates and length unless told
         if "rps" not in given:
             options["rps"] = arrivals.mean_rate
         if "duration" not in given:
             options["duration"] = arrivals.duration
-    model = ServiceModel(shards=options["shards"], partitioner=options["partitioner"],
-                         workers=options["workers"], service=parse_service(options["service"]),
-                         arrivals=arrivals, cache_size=cache_size,
-                         hit_seconds=hit_ms / 1000.0)
-    mitigations = Mitigations(split_keys=k, split_into=s, replicas=options["replicas"],
-                              local_cache_hit=cache_hit, hot_keys=hot_keys,
-                              coalesce=bool(options["coalesce"]))
+    op_mix = ready.op_mix
     if read_share is None:
         from hotshard.profile.model import DEFAULT_OPS
 
@@ -203,9 +180,10 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
     else:
         op_mix = None  # the user's share replaces the profile's
     _check_events(hot_events, options["duration"])
-    return simulate(sampler, rps=options["rps"], duration=options["duration"], model=model,
-                    mitigations=mitigations, read_share=read_share, op_mix=op_mix,
-                    hot_events=hot_events, rng=seed, label=label, key_generator=generator)
+    return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
+                    model=ready.model, mitigations=ready.mitigations, read_share=read_share,
+                    op_mix=op_mix, hot_events=hot_events, rng=seed, label=label,
+                    key_generator=ready.key_generator)
 
 
 def _check_events(events, duration) -> None:

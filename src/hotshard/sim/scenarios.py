@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "scenario"]
+__all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "prepare", "run_scenario", "scenario"]
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -80,3 +80,70 @@ def scenario(name: str) -> Scenario:
 def example_path(name: str) -> Path:
     """A file of examples/ (the incident profiles), which the scenarios name."""
     return EXAMPLES / name
+
+
+DEFAULTS = {"rps": 3000.0, "duration": 600.0, "shards": 64, "partitioner": "kafka",
+            "workers": 1, "service": "exp:5.25ms", "arrivals": "poisson", "replicas": 1,
+            "coalesce": False, "split_hot": None, "dist": None, "profile": None,
+            "cache_size": 0, "hit_ms": 0.5, "cache_hit": 0.0, "hot_keys": 10}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What ``simulate`` needs, built from options (a scenario's, a command line's)."""
+
+    sampler: object
+    model: object
+    mitigations: object
+    op_mix: object
+    key_generator: str
+    profile: object
+
+
+def prepare(options: dict) -> Prepared:
+    """Parse options (``DEFAULTS`` keys; ``profile`` a path, ``dist`` a spec with an optional
+    ``{channels}`` placeholder for the incident's channel count) into simulate's inputs."""
+    from hotshard.profile.model import Profile
+    from hotshard.sim.arrivals import parse_arrivals
+    from hotshard.sim.model import Mitigations, ServiceModel
+    from hotshard.sim.service import parse_service
+    from hotshard.workload.generate import parse_dist
+    from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
+
+    o = {**DEFAULTS, **options}
+    profile, op_mix = None, None
+    if o["profile"]:
+        profile = Profile.load(o["profile"])
+        sampler = from_profile(profile)
+        op_mix = op_mix_by_key(profile) if profile.operations else None
+        generator = "profile"
+    else:
+        spec = o["dist"]
+        if "{channels}" in spec:  # the load test's uniform keys over the incident's channels
+            channels = Profile.load(example_path("incident.profile.json")).keys
+            spec = spec.format(channels=int(channels))
+        sampler = parse_dist(spec)
+        generator = spec.split(":")[0]
+    model = ServiceModel(shards=o["shards"], partitioner=o["partitioner"], workers=o["workers"],
+                         service=parse_service(o["service"]),
+                         arrivals=parse_arrivals(o["arrivals"]), cache_size=o["cache_size"],
+                         hit_seconds=o["hit_ms"] / 1000.0)
+    k, s = o["split_hot"] or (0, 1)
+    mitigations = Mitigations(split_keys=k, split_into=s, replicas=o["replicas"],
+                              local_cache_hit=o["cache_hit"], hot_keys=o["hot_keys"],
+                              coalesce=bool(o["coalesce"]))
+    return Prepared(sampler, model, mitigations, op_mix, generator, profile)
+
+
+def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
+    """Simulate scenario ``name`` (optionally over a shorter ``duration``) -> SimResult."""
+    from hotshard.sim.model import simulate
+
+    options = dict(scenario(name).options)
+    if options.get("profile"):
+        options["profile"] = str(example_path(options["profile"]))
+    ready = prepare(options)
+    return simulate(ready.sampler, rps=options["rps"],
+                    duration=duration or options["duration"], model=ready.model,
+                    mitigations=ready.mitigations, op_mix=ready.op_mix, rng=seed,
+                    label=f"simulation: {name}", key_generator=ready.key_generator)
