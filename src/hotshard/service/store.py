@@ -1,0 +1,315 @@
+"""A shard's message store: the ``Store`` protocol and ``SQLiteStore``, one database per shard.
+
+Message ids are snowflake-like, ``ms << 22 | sequence`` over Unix epoch milliseconds (the layout
+``hotshard generate`` writes), so they sort by time; each store keeps them strictly increasing
+even when its clock stalls or goes backwards.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Protocol
+
+from hotshard.errors import InputError
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_USER_CHARS",
+           "Message", "SEQUENCE_BITS", "SQLiteStore", "Store", "system_clock_ms"]
+
+SEQUENCE_BITS = 22
+MAX_TIME_MS = (1 << (63 - SEQUENCE_BITS)) - 1  # ids are signed 64-bit: good until 2039-09
+MAX_ID = (1 << 63) - 1
+MAX_CHANNEL_CHARS = 256
+MAX_USER_CHARS = 256
+DEFAULT_MAX_BODY_BYTES = 4096
+MAX_LIMIT = 1000
+BULK_BATCH_ROWS = 10_000
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    channel TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    user TEXT NOT NULL,
+    body TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    PRIMARY KEY (channel, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('last_id', 0);
+"""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One stored chat message; ``id`` is time-ordered and unique within its store."""
+
+    id: int
+    channel: str
+    user: str
+    body: str
+    ts_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Store(Protocol):
+    """What a shard worker needs from its storage."""
+
+    def append(self, channel: str, user: str, body: str, *, now_ms: int | None = None) -> int:
+        """Store one message, durably, and return its id."""
+        ...
+
+    def history(self, channel: str, *, limit: int = 50,
+                before: int | None = None) -> list[Message]:
+        """A channel's messages newest first, only ids strictly below ``before`` if given."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; later calls fail."""
+        ...
+
+
+def system_clock_ms() -> int:
+    """Wall-clock Unix time in milliseconds (the production default; tests inject a clock)."""
+    return time.time_ns() // 1_000_000
+
+
+def _check_text(name: str, value: object, max_chars: int) -> str:
+    """``value`` as a non-empty str of at most ``max_chars`` characters, no control chars."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InputError(f"{name} must not be empty")
+    if len(value) > max_chars:
+        raise InputError(f"{name} must be at most {max_chars} characters, got {len(value)}")
+    bad = _CONTROL.search(value)
+    if bad:
+        raise InputError(f"{name} must not contain control characters, got "
+                         f"{bad.group()!r} at position {bad.start()}")
+    return value
+
+
+def _check_body(body: object, max_bytes: int) -> str:
+    if not isinstance(body, str):
+        raise InputError(f"body must be a string, got {type(body).__name__}")
+    if not body:
+        raise InputError("body must not be empty")
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InputError(f"body must be at most {max_bytes} bytes (UTF-8), got {size}")
+    return body
+
+
+def _check_int(name: str, value: object, lo: int, hi: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise InputError(f"{name} must be in {lo}..{hi}, got {value}")
+    return value
+
+
+class SQLiteStore:
+    """A ``Store`` in one SQLite file: the database of one shard.
+
+    Durability: the database runs in WAL mode with ``synchronous=FULL``, and ``append`` /
+    ``append_many`` return only after their transaction has committed (the WAL fsynced), so an
+    acknowledged write survives a crash of the process or the machine.
+
+    Layout: table ``messages`` keyed ``(channel, id)`` (a clustered ``WITHOUT ROWID`` primary
+    key), so a channel's history newest first is one backward range scan of that key. The
+    highest id issued is kept in table ``meta`` in the same transaction as the rows, so a
+    reopened store (or another process writing the same file) continues above it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The database file; its directory must exist. Created if missing.
+    clock : callable, optional
+        Returns Unix time in ms; used when a call gives no ``now_ms``. Defaults to the wall
+        clock; tests pass a fake.
+    max_body_bytes : int
+        Largest accepted body, in UTF-8 bytes (default 4096).
+
+    Raises
+    ------
+    InputError
+        ``path`` is not a writable file in an existing directory, or ``max_body_bytes`` < 1.
+    """
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], int] | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.max_body_bytes = _check_int("max_body_bytes", max_body_bytes, 1, 1 << 30)
+        if str(path) in ("", ":memory:") or str(path).startswith("file:"):
+            raise InputError(f"path must be a database file, got {str(path)!r}")
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise InputError(f"path's directory does not exist: {self.path.parent}")
+        self._clock = clock or system_clock_ms
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        try:
+            # autocommit mode: transactions are the explicit BEGIN IMMEDIATE ... COMMIT below
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise InputError(f"path {str(self.path)!r} cannot be opened as a SQLite "
+                             f"database: {e}") from e
+        if mode.lower() != "wal":
+            self.close()
+            raise InputError(f"path {str(self.path)!r} does not support WAL journaling "
+                             f"(got journal_mode={mode})")
+
+    # -- ids --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _next_id(last_id: int, now_ms: int) -> int:
+        """The id after ``last_id`` at time ``now_ms``: ``now_ms << 22``, or ``last_id + 1``
+        when that would not be larger (same millisecond, or the clock went backwards)."""
+        nxt = max(now_ms << SEQUENCE_BITS, last_id + 1)
+        if nxt > MAX_ID:
+            raise InputError(f"message ids are exhausted (now_ms={now_ms})")
+        return nxt
+
+    def _now(self, now_ms: int | None) -> int:
+        value = self._clock() if now_ms is None else now_ms
+        return _check_int("now_ms", value, 0, MAX_TIME_MS)
+
+    def _last_id(self, db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT value FROM meta WHERE key = 'last_id'").fetchone()[0])
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise InputError(f"store {str(self.path)!r} is closed")
+        return self._db
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def append(self, channel: str, user: str, body: str, *, now_ms: int | None = None) -> int:
+        """Store one message and return its id, after the transaction has committed.
+
+        Raises
+        ------
+        InputError
+            ``channel``, ``user`` or ``body`` is empty, too long or malformed, or ``now_ms`` is
+            not a non-negative integer; the message names the parameter.
+        """
+        row = self._validated(channel, user, body, now_ms)
+        return self._write([row])[0]
+
+    def append_many(self, rows: Iterable[Sequence[Any]]) -> list[int]:
+        """Bulk load ``(channel, user, body, ts_ms)`` rows in one transaction; their ids.
+
+        ``ts_ms`` may be None (the store's clock). Every row is validated before anything is
+        written, so a bad row writes nothing; inserts go in batches of ``BULK_BATCH_ROWS``.
+
+        Raises
+        ------
+        InputError
+            A row is not 4 fields or one of its fields is invalid; the message gives the row's
+            index and the parameter.
+        """
+        checked = []
+        for i, row in enumerate(rows):
+            if len(row) != 4:
+                raise InputError(f"rows[{i}] must be (channel, user, body, ts_ms), "
+                                 f"got {len(row)} fields")
+            try:
+                checked.append(self._validated(*row))
+            except InputError as e:
+                raise InputError(f"rows[{i}]: {e}") from e
+        return self._write(checked) if checked else []
+
+    def _validated(self, channel: Any, user: Any, body: Any,
+                   now_ms: Any) -> tuple[str, str, str, int]:
+        return (_check_text("channel", channel, MAX_CHANNEL_CHARS),
+                _check_text("user", user, MAX_USER_CHARS),
+                _check_body(body, self.max_body_bytes),
+                self._now(now_ms))
+
+    def _write(self, rows: list[tuple[str, str, str, int]]) -> list[int]:
+        """Insert validated rows in one committed transaction, assigning their ids."""
+        with self._lock:
+            db = self._conn()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                last = self._last_id(db)
+                ids = []
+                for _, _, _, ts in rows:
+                    last = self._next_id(last, ts)
+                    ids.append(last)
+                it = iter(zip(ids, rows, strict=True))
+                while batch := list(islice(it, BULK_BATCH_ROWS)):
+                    db.executemany(
+                        "INSERT INTO messages (channel, id, user, body, ts_ms) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        [(c, i, u, b, t) for i, (c, u, b, t) in batch])
+                db.execute("UPDATE meta SET value = ? WHERE key = 'last_id'", (last,))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            return ids
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def history(self, channel: str, *, limit: int = 50,
+                before: int | None = None) -> list[Message]:
+        """A channel's messages newest first: at most ``limit``, ids strictly below ``before``.
+
+        Page through a channel by passing the last id of one page as the next ``before``.
+
+        Raises
+        ------
+        InputError
+            ``channel`` is malformed, ``limit`` is not in 1..1000, or ``before`` is not a
+            positive integer.
+        """
+        _check_text("channel", channel, MAX_CHANNEL_CHARS)
+        _check_int("limit", limit, 1, MAX_LIMIT)
+        if before is not None:
+            _check_int("before", before, 1, MAX_ID)
+        sql = "SELECT id, channel, user, body, ts_ms FROM messages WHERE channel = ?"
+        args: tuple[Any, ...] = (channel, limit)
+        if before is not None:
+            sql += " AND id < ?"
+            args = (channel, before, limit)
+        with self._lock:
+            rows = self._conn().execute(sql + " ORDER BY id DESC LIMIT ?", args).fetchall()
+        return [Message(*row) for row in rows]
+
+    def pragma(self, name: str) -> Any:
+        """The value of ``PRAGMA name`` on this store's connection (journal_mode, ...)."""
+        if not re.fullmatch(r"[a-z_]+", name):
+            raise InputError(f"name must be a pragma name, got {name!r}")
+        with self._lock:
+            return self._conn().execute(f"PRAGMA {name}").fetchone()[0]
+
+    def close(self) -> None:
+        """Close the database; idempotent."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
