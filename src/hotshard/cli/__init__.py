@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Each shard's share of load (and CPU) from a profile."),
     "simulate": ("hotshard.cli.sim", "simulate",
                  "Queueing model of the sharded service: per-shard CPU and latency."),
+    "serve": ("hotshard.cli.serve", "serve",
+              "The reference chat-history service: HTTP gateway over shard processes."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }

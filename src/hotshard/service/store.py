@@ -1,8 +1,10 @@
 """A shard's message store: the ``Store`` protocol and ``SQLiteStore``, one database per shard.
 
-Message ids are snowflake-like, ``ms << 22 | sequence`` over Unix epoch milliseconds (the layout
-``hotshard generate`` writes), so they sort by time; each store keeps them strictly increasing
-even when its clock stalls or goes backwards.
+Message ids are snowflake-like, ``ms << 22 | sequence << 10 | node`` over Unix epoch
+milliseconds (the layout ``hotshard generate`` writes, with the low 10 bits naming the shard that
+issued the id), so they sort by time and are unique across shards: a channel whose history is
+split over several shards can be merged and paged by id. Each store keeps its ids strictly
+increasing even when its clock stalls or goes backwards.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from typing import Any, Protocol
 
 from hotshard.errors import InputError
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_USER_CHARS",
-           "Message", "SEQUENCE_BITS", "SQLiteStore", "Store", "system_clock_ms"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_NODE",
+           "MAX_USER_CHARS", "Message", "NODE_BITS", "SEQUENCE_BITS", "SQLiteStore", "Store",
+           "check_message", "system_clock_ms"]
 
 SEQUENCE_BITS = 22
+NODE_BITS = 10  # low bits of the sequence: the issuing shard, so ids are unique across shards
+MAX_NODE = (1 << NODE_BITS) - 1
 MAX_TIME_MS = (1 << (63 - SEQUENCE_BITS)) - 1  # ids are signed 64-bit: good until 2039-09
 MAX_ID = (1 << 63) - 1
 MAX_CHANNEL_CHARS = 256
@@ -98,7 +103,17 @@ def _check_text(name: str, value: object, max_chars: int) -> str:
     if bad:
         raise InputError(f"{name} must not contain control characters, got "
                          f"{bad.group()!r} at position {bad.start()}")
+    _check_unicode(name, value)
     return value
+
+
+def _check_unicode(name: str, value: str) -> None:
+    """Refuse lone surrogates (JSON can carry "\\ud800"): SQLite and UTF-8 cannot store them."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"{name} must be valid Unicode text, got a lone surrogate at "
+                         f"position {e.start}") from None
 
 
 def _check_body(body: object, max_bytes: int) -> str:
@@ -109,7 +124,16 @@ def _check_body(body: object, max_bytes: int) -> str:
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise InputError(f"body must be at most {max_bytes} bytes (UTF-8), got {size}")
+    _check_unicode("body", body)
     return body
+
+
+def check_message(user: object, body: object, *,
+                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    """Raise InputError unless ``user`` and ``body`` are what a store accepts (so a gateway
+    can refuse a bad message before it costs a shard anything)."""
+    _check_text("user", user, MAX_USER_CHARS)
+    _check_body(body, max_body_bytes)
 
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> int:
@@ -141,16 +165,25 @@ class SQLiteStore:
         clock; tests pass a fake.
     max_body_bytes : int
         Largest accepted body, in UTF-8 bytes (default 4096).
+    node : int
+        This shard's number, 0..1023: the low bits of every id it issues, so that ids from
+        different shards never collide.
+    read_only : bool
+        Open for reads only (a read replica over the same WAL file); writes raise.
 
     Raises
     ------
     InputError
-        ``path`` is not a writable file in an existing directory, or ``max_body_bytes`` < 1.
+        ``path`` is not a writable file in an existing directory (or, read-only, an existing
+        database), ``max_body_bytes`` < 1, or ``node`` is outside 0..1023.
     """
 
     def __init__(self, path: str | Path, *, clock: Callable[[], int] | None = None,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, node: int = 0,
+                 read_only: bool = False) -> None:
         self.max_body_bytes = _check_int("max_body_bytes", max_body_bytes, 1, 1 << 30)
+        self.node = _check_int("node", node, 0, MAX_NODE)
+        self.read_only = bool(read_only)
         if str(path) in ("", ":memory:") or str(path).startswith("file:"):
             raise InputError(f"path must be a database file, got {str(path)!r}")
         self.path = Path(path)
@@ -159,13 +192,23 @@ class SQLiteStore:
         self._clock = clock or system_clock_ms
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        if read_only and not self.path.is_file():
+            raise InputError(f"path {str(self.path)!r} does not exist: a read-only store "
+                             "reads a database its primary created")
         try:
             # autocommit mode: transactions are the explicit BEGIN IMMEDIATE ... COMMIT below
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            self._db.execute("PRAGMA synchronous=FULL")
+            if read_only:
+                self._db = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True,
+                                           isolation_level=None, check_same_thread=False)
+                mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
+            else:
+                self._db = sqlite3.connect(self.path, isolation_level=None,
+                                           check_same_thread=False)
+                mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
+            if not read_only:
+                self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             self.close()
             raise InputError(f"path {str(self.path)!r} cannot be opened as a SQLite "
@@ -177,11 +220,12 @@ class SQLiteStore:
 
     # -- ids --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _next_id(last_id: int, now_ms: int) -> int:
-        """The id after ``last_id`` at time ``now_ms``: ``now_ms << 22``, or ``last_id + 1``
-        when that would not be larger (same millisecond, or the clock went backwards)."""
+    def _next_id(self, last_id: int, now_ms: int) -> int:
+        """The id after ``last_id`` at time ``now_ms``: the first id of this node at
+        ``now_ms << 22`` or, when that would not be larger (same millisecond, or the clock went
+        backwards), the next one of this node after ``last_id``."""
         nxt = max(now_ms << SEQUENCE_BITS, last_id + 1)
+        nxt += (self.node - nxt) % (1 << NODE_BITS)
         if nxt > MAX_ID:
             raise InputError(f"message ids are exhausted (now_ms={now_ms})")
         return nxt
@@ -244,6 +288,9 @@ class SQLiteStore:
 
     def _write(self, rows: list[tuple[str, str, str, int]]) -> list[int]:
         """Insert validated rows in one committed transaction, assigning their ids."""
+        if self.read_only:
+            raise InputError(f"store {str(self.path)!r} is read-only (a replica): write to "
+                             "its primary")
         with self._lock:
             db = self._conn()
             db.execute("BEGIN IMMEDIATE")

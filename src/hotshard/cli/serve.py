@@ -1,0 +1,145 @@
+"""`hotshard serve`: the reference chat-history service."""
+
+from __future__ import annotations
+
+import click
+
+from hotshard.cli._options import PARTITIONER_CHOICE, Seconds, partitioner_options
+from hotshard.shards import KEY_TYPE_RULE
+
+
+def _channel_list(ctx, param, value):
+    if value is None or value == "hot":
+        return None
+    from hotshard.errors import HotshardError
+    from hotshard.service.router import check_channel
+
+    channels = tuple(c.strip() for c in value.split(",") if c.strip())
+    if not channels:
+        raise click.BadParameter("give 'hot' or comma-separated channel ids")
+    try:
+        for channel in channels:
+            check_channel(channel)
+    except HotshardError as e:
+        raise click.BadParameter(str(e)) from None
+    return channels
+
+
+EPILOG = f"""\b
+Mitigations apply to --hot-channels: a list, or 'hot' (default) for the channels the
+Space-Saving sketch behind GET /hotkeys reports above --hot-share of recent requests.
+Switch them at run time: curl -X POST localhost:8080/admin/mitigations -d '{{"coalesce": true}}'
+
+\b
+API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /metrics,
+/hotkeys, /health, GET/POST /admin/mitigations. Every message response has X-Shard.
+
+{KEY_TYPE_RULE}"""
+
+
+@click.command(epilog=EPILOG)
+@click.option("--shards", "-n", type=click.IntRange(1, 1024), default=4, show_default=True,
+              help="Shard worker processes (one SQLite database each).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="HTTP port (0: any free port; the URL is printed).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback by default: the admin API is open).")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False), default="hotshard-data",
+              show_default=True, help="Directory of the shards' databases (created if "
+              "missing; reopened with the same layout).")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, default="kafka",
+              show_default=True, help="The store whose placement the service uses: X-Shard "
+              "is what `hotshard shard KEY -p P -n N` prints.")
+@partitioner_options
+@click.option("--load", "load_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Fill the shards from `hotshard generate` output before serving "
+              "(every row one message).")
+@click.option("--cost-ms", type=click.FloatRange(0, 1000), default=0.0, show_default=True,
+              help="CPU ms each read burns in its shard (a heavier production query), so a "
+              "hot shard saturates at laptop rates.")
+@click.option("--max-body", "max_body_bytes", type=click.IntRange(1, 1 << 20), default=4096,
+              show_default=True, help="Largest message body in bytes (413 above).")
+@click.option("--split", type=click.IntRange(0, 64), default=0, show_default=True,
+              help="Mitigation: split each hot channel over S time-bucket sub-partitions on "
+              "different shards (0: off).")
+@click.option("--split-bucket", type=Seconds(), default=1.0, show_default=True,
+              help="Length of one time bucket of a split channel.")
+@click.option("--replicas", type=click.IntRange(0, 8), default=0, show_default=True,
+              help="Mitigation: R read-only replica workers per shard serve hot reads.")
+@click.option("--cache-ttl", type=Seconds(), default=None,
+              help="Mitigation: gateway cache of hot channels' pages, this TTL (e.g. 1s).")
+@click.option("--coalesce", is_flag=True,
+              help="Mitigation: merge identical in-flight reads of hot channels.")
+@click.option("--hot-channels", callback=_channel_list, metavar="hot|C1,C2,...",
+              default="hot", show_default=True, help="Which channels the mitigations apply to.")
+@click.option("--hot-share", type=click.FloatRange(0, 1, min_open=True), default=0.05,
+              show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
+              "requests that makes a channel hot.")
+def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
+          ring_file, slots_map, routing_shards, map_file, chunks_file, load_file, cost_ms,
+          max_body_bytes, split, split_bucket, replicas, cache_ttl, coalesce, hot_channels,
+          hot_share):
+    """Run the reference chat-history service: an HTTP gateway over N shard processes.
+
+    Channels are placed on shards by a real store's partitioner; each shard is its own
+    process with its own SQLite database (WAL, synchronous=FULL: a write is acknowledged only
+    once committed), restarted by a supervisor if it dies. GET /stats shows each shard's CPU,
+    queue depth and latency, so a hot channel's shard is plain to see.
+
+    \b
+    Examples:
+      hotshard serve --shards 4 --port 8080 --data /tmp/chat
+      hotshard generate --profile examples/incident.profile.json --events 1e6 -o m.parquet
+      hotshard serve --data /tmp/chat --load m.parquet --cost-ms 2
+      hotshard serve --data /tmp/chat --replicas 2 --coalesce --cache-ttl 1s
+    """
+    from pathlib import Path
+
+    from hotshard.cli._console import ProgressBar, note
+    from hotshard.service.mitigations import Mitigations
+    from hotshard.service.server import ServeConfig
+    from hotshard.service.server import serve as run
+
+    if split == 1:
+        raise click.BadParameter("must be 0 (off) or >= 2", param_hint="'--split'")
+    layout = {"ring_file": ring_file, "slots_map": slots_map, "map_file": map_file,
+              "chunks_file": chunks_file, "routing_shards": routing_shards}
+    if partitioner == "cassandra":
+        layout.update(num_tokens=num_tokens, ring_seed=ring_seed)
+    layout = {k: v for k, v in layout.items() if v is not None}
+    if any(k in layout for k in ("ring_file", "slots_map", "map_file", "chunks_file")):
+        shards_given = click.get_current_context().get_parameter_source("shards")
+        shards = shards if shards_given == click.core.ParameterSource.COMMANDLINE else None
+    mitigations = Mitigations(split=split, split_bucket_ms=max(1, round(split_bucket * 1000)),
+                              replicas=replicas, cache_ttl_s=cache_ttl or 0.0,
+                              coalesce=coalesce, channels=hot_channels, hot_share=hot_share)
+    config = ServeConfig(Path(data_dir), shards=shards, partitioner=partitioner,
+                         layout={**layout, **({"key_type": key_type} if key_type else {})},
+                         host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
+                         mitigations=mitigations, load=load_file)
+
+    bar = ProgressBar(enabled=True)
+
+    def progress(done: int, total: int) -> None:
+        bar("loading messages", done / total)
+
+    def loaded(result) -> None:
+        bar.__exit__(None, None, None)
+        spread = ", ".join(str(n) for n in result.per_shard)
+        note(f"loaded {result.messages:,} messages in {result.seconds:.1f} s "
+             f"({result.messages / max(result.seconds, 1e-9):,.0f}/s); per shard: {spread}")
+
+    def listening(url: str) -> None:
+        on = [name for name, value in (("split", split), ("replicas", replicas),
+                                       ("cache", cache_ttl), ("coalesce", coalesce)) if value]
+        which = "hot channels" if hot_channels is None else ", ".join(hot_channels)
+        click.echo(f"serving {config.shards or 'the layout file`s'} shards ({partitioner}) from "
+                   f"{data_dir} on {url}  (docs {url}/docs, stats {url}/stats; Ctrl-C stops)",
+                   err=True)
+        if on:
+            note(f"mitigations on for {which}: {', '.join(on)}")
+        click.echo(url, err=False)
+
+    with bar:
+        run(config, on_listening=listening, on_progress=progress if load_file else None,
+            on_loaded=loaded)

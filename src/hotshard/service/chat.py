@@ -1,0 +1,247 @@
+"""The request path of the chat-history service: place, call the shard, apply mitigations.
+
+Everything HTTP-free lives here, so the gateway is a thin FastAPI shell and tests can drive the
+service logic directly. Per-shard counters are kept where the calls are made: the gateway sees
+each shard's requests, latency (queueing included), in-flight depth and the hop's own cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hotshard.errors import InputError
+from hotshard.service.cache import PageCache
+from hotshard.service.coalesce import Coalescer
+from hotshard.service.hotkeys import SlidingHotKeys
+from hotshard.service.mitigations import Mitigations
+from hotshard.service.router import Router, check_channel
+from hotshard.service.split import SplitPlan, SplitRegistry
+from hotshard.service.stats import LatencyHistogram, WindowedLatency
+from hotshard.service.store import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_ID,
+    MAX_LIMIT,
+    check_message,
+    system_clock_ms,
+)
+from hotshard.service.supervisor import ShardClient, Supervisor
+
+__all__ = ["ChatService", "PostResult", "ReadResult", "ShardCounters"]
+
+HOT_REFRESH_S = 0.5
+
+
+@dataclass(frozen=True)
+class PostResult:
+    id: int
+    shard: int
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    messages: tuple[dict[str, Any], ...]
+    shards: tuple[int, ...]          # the shards the page came from
+    source: str = "shard"            # shard | cache | coalesced
+
+
+@dataclass
+class ShardCounters:
+    """What the gateway counts for one shard."""
+
+    requests: int = 0
+    reads: int = 0
+    writes: int = 0
+    errors: int = 0
+    unavailable: int = 0
+    cache_hits: int = 0
+    coalesced: int = 0
+    latency: WindowedLatency = field(default_factory=WindowedLatency)
+    hop: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+
+class ChatService:
+    """Post and read messages over a supervisor's shards, with the configured mitigations.
+
+    Parameters
+    ----------
+    supervisor : the running shard workers.
+    router : key -> shard placement (the same as ``hotshard shard``).
+    splits : the data directory's split registry.
+    mitigations : what is on at start.
+    clock_ms : wall clock in Unix ms (message times, time buckets); injected for tests.
+    hotkeys : the sketch behind ``/hotkeys`` and ``channels: "hot"``.
+    """
+
+    def __init__(self, supervisor: Supervisor, router: Router, splits: SplitRegistry, *,
+                 mitigations: Mitigations | None = None,
+                 clock_ms: Callable[[], int] = system_clock_ms,
+                 hotkeys: SlidingHotKeys | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.supervisor = supervisor
+        self.router = router
+        self.splits = splits
+        self.mitigations = mitigations or Mitigations()
+        self._clock_ms = clock_ms
+        self._last_ms = 0
+        self.hotkeys = hotkeys or SlidingHotKeys()
+        self.cache = PageCache(ttl_s=self.mitigations.cache_ttl_s or 1.0)
+        self.coalescer = Coalescer()
+        self.counters = [ShardCounters() for _ in range(router.shards)]
+        self._hot: frozenset[str] = frozenset()
+        self._hot_at = -1.0
+
+    # -- mitigations ----------------------------------------------------------------------------
+
+    async def set_mitigations(self, mitigations: Mitigations) -> None:
+        """Switch mitigations at run time (replica workers are started or stopped here)."""
+        if mitigations.replicas != self.supervisor.replicas:
+            await self.supervisor.set_replicas(mitigations.replicas)
+        if mitigations.cache_ttl_s:
+            self.cache.configure(ttl_s=mitigations.cache_ttl_s)
+        if mitigations.cache_ttl_s != self.mitigations.cache_ttl_s:
+            self.cache.clear()
+        self.mitigations = mitigations
+        self._hot_at = -1.0
+
+    def targeted(self, channel: str) -> bool:
+        """Whether the mitigations apply to ``channel`` (listed, or hot right now)."""
+        m = self.mitigations
+        if not m.any:
+            return False
+        if m.channels is not None:
+            return channel in m.channels
+        now = time.monotonic()
+        if now - self._hot_at > HOT_REFRESH_S:
+            self._hot = frozenset(self.hotkeys.hot(m.hot_share))
+            self._hot_at = now
+        return channel in self._hot
+
+    def _now_ms(self) -> int:
+        """Wall-clock ms, never going backwards (time buckets and ids rely on order)."""
+        self._last_ms = max(self._last_ms, int(self._clock_ms()))
+        return self._last_ms
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def _call(self, shard: int, client: ShardClient, op: str,
+                    args: dict[str, Any]) -> Any:
+        counters = self.counters[shard]
+        counters.requests += 1
+        if op == "history":
+            counters.reads += 1
+        else:
+            counters.writes += 1
+        started = time.perf_counter()
+        try:
+            result, service_s = await client.call(op, args)
+        except ConnectionError:
+            counters.unavailable += 1
+            raise
+        except Exception:
+            counters.errors += 1
+            raise
+        elapsed = time.perf_counter() - started
+        counters.latency.record(elapsed)
+        counters.hop.record(max(0.0, elapsed - service_s))
+        return result
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def post(self, channel: str, user: str, body: str) -> PostResult:
+        """Store one message; returns once its shard has committed it."""
+        check_channel(channel)
+        check_message(user, body, max_body_bytes=self.max_body_bytes)
+        self.hotkeys.add(channel)
+        ts = self._now_ms()
+        plan = self.splits.get(channel)
+        if plan is None and self.mitigations.split and self.targeted(channel):
+            plan = self.splits.add(channel, self.mitigations.split,
+                                   self.mitigations.split_bucket_ms, since_ms=ts)
+        if plan is not None and ts >= plan.since_ms:
+            bucket = plan.bucket_of(ts)
+            shard, key = plan.shards[bucket], plan.keys[bucket]
+        else:
+            shard, key = self.router.shard_of(channel), channel
+        message_id = await self._call(shard, self.supervisor.primary(shard), "append",
+                                      {"channel": key, "user": user, "body": body,
+                                       "now_ms": ts})
+        return PostResult(int(message_id), shard)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def read(self, channel: str, *, limit: int = 50, before: int | None = None
+                   ) -> ReadResult:
+        """A page of ``channel``'s history, newest first, through the mitigations."""
+        check_channel(channel)
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InputError(f"limit must be in 1..{MAX_LIMIT}, got {limit!r}")
+        if before is not None and (not isinstance(before, int) or not 1 <= before <= MAX_ID):
+            raise InputError(f"before must be a message id in 1..{MAX_ID}, got {before!r}")
+        self.hotkeys.add(channel)
+        hot = self.targeted(channel)
+        m = self.mitigations
+        key = (channel, limit, before)
+        if hot and m.cache_ttl_s:
+            cached = self.cache.get(key)
+            if cached is not None:
+                for shard in cached.shards:
+                    self.counters[shard].cache_hits += 1
+                return ReadResult(cached.messages, cached.shards, "cache")
+
+        async def fetch() -> ReadResult:
+            return await self._fetch(channel, limit, before, use_replicas=hot and m.replicas > 0)
+
+        if hot and m.coalesce:
+            result, shared = await self.coalescer.run(key, fetch)
+            if shared:
+                for shard in result.shards:
+                    self.counters[shard].coalesced += 1
+                result = ReadResult(result.messages, result.shards, "coalesced")
+        else:
+            result = await fetch()
+        if hot and m.cache_ttl_s and result.source == "shard":
+            self.cache.put(key, result)
+        return result
+
+    async def _history(self, shard: int, key: str, limit: int, before: int | None,
+                       use_replicas: bool) -> list[list[Any]]:
+        client = self.supervisor.reader(shard, use_replicas=use_replicas)
+        return await self._call(shard, client, "history",
+                                {"channel": key, "limit": limit, "before": before})
+
+    async def _fetch(self, channel: str, limit: int, before: int | None, *,
+                     use_replicas: bool) -> ReadResult:
+        plan = self.splits.get(channel)
+        if plan is None:
+            shard = self.router.shard_of(channel)
+            rows = await self._history(shard, channel, limit, before, use_replicas)
+            return ReadResult(_messages(channel, rows), (shard,))
+        return await self._fetch_split(plan, limit, before, use_replicas)
+
+    async def _fetch_split(self, plan: SplitPlan, limit: int, before: int | None,
+                           use_replicas: bool) -> ReadResult:
+        """Newest first across buckets: the current slot's bucket alone when it holds the
+        whole page, else every bucket and the home shard, merged by id (ids are unique
+        across shards, so paging by ``before`` stays exact)."""
+        bucket, covers_from = plan.newest_location(before, self._now_ms())
+        shard = plan.shards[bucket]
+        rows = await self._history(shard, plan.keys[bucket], limit, before, use_replicas)
+        if len(rows) == limit and rows[-1][3] >= covers_from:
+            return ReadResult(_messages(plan.channel, rows), (shard,))
+        places = sorted({(plan.keys[b], plan.shards[b]) for b in range(plan.buckets)}
+                        | {(plan.channel, plan.home)}, key=lambda p: p[1])
+        pages = await asyncio.gather(*(self._history(s, k, limit, before, use_replicas)
+                                       for k, s in places))
+        merged = sorted((row for page in pages for row in page), key=lambda r: -r[0])[:limit]
+        return ReadResult(_messages(plan.channel, merged),
+                          tuple(sorted({s for _, s in places})))
+
+
+def _messages(channel: str, rows: list[list[Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple({"id": r[0], "channel": channel, "user": r[1], "body": r[2], "ts_ms": r[3]}
+                 for r in rows)

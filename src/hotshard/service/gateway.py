@@ -1,0 +1,327 @@
+"""The HTTP gateway: FastAPI routes over ``ChatService``; errors as JSON, never a 500 for a
+client's mistake.
+
+Every message response carries ``X-Shard`` (the shard, or comma-separated shards, the data came
+from) and ``X-Source`` (shard, cache or coalesced), so a load driver can break latency down per
+shard without knowing the partitioner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hotshard.errors import InputError
+from hotshard.service.chat import ChatService
+from hotshard.service.router import CHANNEL_PATTERN
+from hotshard.service.stats import CpuMeter, process_cpu_seconds
+from hotshard.service.store import MAX_ID, MAX_LIMIT, MAX_USER_CHARS
+from hotshard.service.supervisor import ShardError, ShardUnavailable
+
+__all__ = ["create_app"]
+
+CPU_SAMPLE_S = 1.0
+Channel = Annotated[str, Path(pattern=CHANNEL_PATTERN, max_length=128,
+                              description="Channel id: letters, digits, . _ : -")]
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str = Field(min_length=1, max_length=MAX_USER_CHARS, description="Who wrote it.")
+    body: str = Field(min_length=1, description="The text (UTF-8; size limit: --max-body).")
+
+
+class Posted(BaseModel):
+    id: int = Field(description="Message id: time-ordered, unique across shards.")
+    channel: str
+    shard: int
+
+
+class MessageOut(BaseModel):
+    id: int
+    channel: str
+    user: str
+    body: str
+    ts_ms: int
+
+
+class Page(BaseModel):
+    channel: str
+    messages: list[MessageOut]
+    next_before: int | None = Field(
+        description="Pass as `before` for the next (older) page; null when this page is short.")
+
+
+MITIGATIONS_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "split": {"type": "integer", "description": "0 (off) or 2..64 sub-partitions"},
+        "split_bucket_ms": {"type": "integer", "minimum": 1},
+        "replicas": {"type": "integer", "minimum": 0, "maximum": 8},
+        "cache_ttl_s": {"type": "number", "minimum": 0, "maximum": 3600},
+        "coalesce": {"type": "boolean"},
+        "channels": {"oneOf": [{"type": "string", "enum": ["hot"]},
+                               {"type": "array", "items": {"type": "string",
+                                                           "pattern": CHANNEL_PATTERN}}]},
+        "hot_share": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}}
+
+
+class ErrorOut(BaseModel):
+    error: str
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut},
+    503: {"model": ErrorOut, "description": "The channel's shard is restarting; see "
+                                            "Retry-After."}}
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _shard_header(shards: tuple[int, ...]) -> str:
+    return ",".join(str(s) for s in shards)
+
+
+class _BodyLimit:
+    """Refuse a request body over the limit before it is read (413), so a huge upload costs
+    nothing (pure ASGI: Content-Length checked, and a chunked body counted as it streams)."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        too_big = f"request body exceeds {self.max_bytes} bytes"
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await _error(413, too_big)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooBig()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooBig:
+            await _error(413, too_big)(scope, receive, send)
+
+
+class _TooBig(Exception):
+    pass
+
+
+def create_app(chat: ChatService, *, max_body_bytes: int) -> Any:
+    """The gateway app over a running ``ChatService`` (whose workers the caller starts and
+    stops: startup failures then surface as one clear error, not a server log)."""
+    state: dict[str, Any] = {"service": chat, "started": time.monotonic(), "cpu": {}}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        sampler = asyncio.create_task(_sample_cpu(chat, state))
+        try:
+            yield
+        finally:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+
+    app = FastAPI(title="hotshard reference chat-history service", version="1",
+                  description="A chat-history service partitioned by channel over shard worker "
+                              "processes, with hot-key mitigations. Every message response "
+                              "carries X-Shard.", lifespan=lifespan)
+
+    def service() -> ChatService:
+        return state["service"]
+
+    @app.exception_handler(InputError)
+    async def bad_input(request: Request, exc: InputError) -> JSONResponse:
+        return _error(400, str(exc))
+
+    @app.exception_handler(ShardUnavailable)
+    async def unavailable(request: Request, exc: ShardUnavailable) -> JSONResponse:
+        return _error(503, str(exc), {"Retry-After": str(max(1, round(exc.retry_after)))})
+
+    @app.exception_handler(ShardError)
+    async def shard_failed(request: Request, exc: ShardError) -> JSONResponse:
+        return _error(500, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors():
+            if tuple(err.get("loc", ())) == ("body",) and err.get("type") in (
+                    "model_attributes_type", "dict_type", "json_invalid", "missing"):
+                return _error(422, "request body must be a JSON object {\"user\": ..., "
+                                   "\"body\": ...} sent with Content-Type: application/json")
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "request"
+            problems.append(f"{where}: {err.get('msg', 'invalid')}")
+        return _error(422, "; ".join(problems) or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+    @app.post("/channels/{channel}/messages", status_code=201, response_model=Posted,
+              responses=ERRORS, summary="Append a message (acknowledged once committed)")
+    async def post_message(channel: Channel, message: Annotated[MessageIn, Body()],
+                           response: Response) -> Posted:
+        size = len(message.body.encode("utf-8", "surrogatepass"))
+        if size > max_body_bytes:
+            return _error(413, f"body must be at most {max_body_bytes} bytes (UTF-8), "
+                               f"got {size}")  # type: ignore[return-value]
+        result = await service().post(channel, message.user, message.body)
+        response.headers["X-Shard"] = str(result.shard)
+        return Posted(id=result.id, channel=channel, shard=result.shard)
+
+    @app.get("/channels/{channel}/messages", response_model=Page, responses=ERRORS,
+             summary="A page of history, newest first")
+    async def read_messages(
+            channel: Channel, response: Response,
+            limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+            before: Annotated[int | None, Query(ge=1, le=MAX_ID,
+                                                description="Only ids below this")] = None,
+    ) -> Page:
+        result = await service().read(channel, limit=limit, before=before)
+        response.headers["X-Shard"] = _shard_header(result.shards)
+        response.headers["X-Source"] = result.source
+        messages = list(result.messages)
+        next_before = messages[-1]["id"] if len(messages) == limit else None
+        return Page(channel=channel, messages=messages, next_before=next_before)
+
+    @app.get("/stats", summary="Per-shard counters, CPU, queue depth, latency")
+    async def stats() -> dict[str, Any]:
+        return _stats(service(), state)
+
+    @app.get("/hotkeys", summary="Top channels over the sliding window (Space-Saving)")
+    async def hotkeys(k: Annotated[int, Query(ge=1, le=1000)] = 10) -> dict[str, Any]:
+        svc = service()
+        out = svc.hotkeys.top(k).to_dict()
+        out["hot_share"] = svc.mitigations.hot_share
+        return out
+
+    @app.get("/health", summary="ok when every shard's primary is up (503 otherwise)")
+    async def health() -> JSONResponse:
+        workers = [w for w in service().supervisor.workers() if w.replica == 0]
+        down = [w.shard for w in workers if not w.up]
+        body = {"status": "degraded" if down else "ok", "shards": len(workers),
+                "down": down}
+        return JSONResponse(body, status_code=503 if down else 200)
+
+    @app.get("/admin/mitigations", summary="What is switched on")
+    async def get_mitigations() -> dict[str, Any]:
+        return service().mitigations.to_dict()
+
+    @app.post("/admin/mitigations", summary="Switch mitigations at run time (partial update)",
+              responses=ERRORS, openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": MITIGATIONS_SCHEMA}}}})
+    async def set_mitigations(request: Request) -> dict[str, Any]:
+        # parsed here, not by a model: `curl -d '{...}'` (no JSON content type) must work too
+        try:
+            changes = json.loads(await request.body() or b"null")
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"body must be a JSON object of mitigation fields: {e}") from None
+        svc = service()
+        await svc.set_mitigations(svc.mitigations.updated(changes))
+        return svc.mitigations.to_dict()
+
+    @app.get("/metrics", summary="Prometheus text exposition")
+    async def metrics() -> Response:
+        from hotshard.service.metrics import render
+
+        body, content_type = render(service(), state)
+        return Response(body, media_type=content_type)
+
+    return _BodyLimit(app, max_bytes=4 * max_body_bytes + 4096)
+
+
+async def _sample_cpu(service: ChatService, state: dict[str, Any]) -> None:
+    """CPU % of every worker (and the gateway itself) over the last second, from /proc."""
+    meter = CpuMeter()
+    while True:
+        pids = [w.pid for w in service.supervisor.workers() if w.pid] + [os.getpid()]
+        state["cpu"] = {pid: meter.sample(pid) for pid in pids}
+        await asyncio.sleep(CPU_SAMPLE_S)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
+def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
+    """The /stats document: the service, then one entry per shard with its replicas."""
+    cpu: dict[int, float | None] = state.get("cpu", {})
+    by_shard: dict[int, list] = {}
+    for w in service.supervisor.workers():
+        by_shard.setdefault(w.shard, []).append(w)
+    hop = None
+    shards = []
+    for shard, workers in sorted(by_shard.items()):
+        c = service.counters[shard]
+        window = c.latency.snapshot()
+        hop = c.hop if hop is None else _merged(hop, c.hop)
+        processes = [{
+            "replica": w.replica, "pid": w.pid, "up": w.up, "restarts": w.restarts,
+            "cpu_percent": _round(cpu.get(w.pid)) if w.pid else None,
+            "cpu_seconds": _round(process_cpu_seconds(w.pid)) if w.pid else None,
+            "queue_depth": w.in_flight} for w in workers]
+        primary = processes[0]
+        shards.append({
+            "id": shard, "pid": primary["pid"], "up": primary["up"],
+            "requests": c.requests, "reads": c.reads, "writes": c.writes,
+            "errors": c.errors, "unavailable": c.unavailable,
+            "cpu_percent": primary["cpu_percent"], "cpu_seconds": primary["cpu_seconds"],
+            "queue_depth": sum(p["queue_depth"] for p in processes),
+            "p50_ms": _ms(window.percentile(50)), "p99_ms": _ms(window.percentile(99)),
+            "cache_hits": c.cache_hits, "coalesced": c.coalesced,
+            "restarts": primary["restarts"], "replicas": processes[1:]})
+    router = service.router
+    return {
+        "service": {
+            **router.describe(), "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - state.get("started", time.monotonic()), 3),
+            "gateway_cpu_percent": _round(cpu.get(os.getpid())),
+            "mitigations": service.mitigations.to_dict(),
+            "split_channels": len(service.splits),
+            "hop_p50_ms": _ms(hop.percentile(50)) if hop and hop.count else None,
+            "hop_p99_ms": _ms(hop.percentile(99)) if hop and hop.count else None,
+            "latency_window_s": service.counters[0].latency.window_s if shards else None,
+            "cache": {"hits": service.cache.hits, "misses": service.cache.misses,
+                      "entries": service.cache.size},
+            "coalesced": service.coalescer.coalesced},
+        "shards": shards}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _merged(a: Any, b: Any) -> Any:
+    from hotshard.service.stats import LatencyHistogram
+
+    out = LatencyHistogram()
+    out.merge(a)
+    out.merge(b)
+    return out

@@ -1,0 +1,136 @@
+"""Time-bucket sub-partitions: a hot channel's history spread over S shards by time slot.
+
+From the moment a channel is split (``since_ms``), a message written at time t goes to
+sub-partition ``(t // bucket_ms) % S``, whose partition key is ``"<channel>#<s>"`` placed by
+the service's partitioner (``hotshard shard 'CHANNEL#s'`` reports the same shard). Sub-partition
+keys are probed (``CHANNEL#s``, ``CHANNEL#s.1``, ...) until each lands on a shard no earlier
+sub-partition uses, so S <= N sub-partitions really are on S different shards. Messages written
+before the split stay on the channel's home shard.
+
+Why slots rotate instead of hashing each message: a page of recent history then lives in one
+sub-partition almost always (the current slot's), so a read costs one shard, and which shard
+takes the channel's load moves every ``bucket_ms``: over a window longer than S slots, the
+channel's writes and reads land evenly on S shards.
+
+A split is one-way: its history lives in the buckets, so turning the mitigation off stops new
+splits but keeps existing ones (un-splitting is a data migration, not a switch). The registry
+is saved in the data directory, so a restarted service reads split channels correctly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hotshard.errors import InputError
+from hotshard.service.router import Router
+from hotshard.service.store import SEQUENCE_BITS
+
+__all__ = ["SPLITS_FILE", "SplitPlan", "SplitRegistry"]
+
+SPLITS_FILE = "splits.json"
+MAX_PROBES = 64
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """Where a split channel's messages live."""
+
+    channel: str
+    home: int                  # shard of the channel's messages before since_ms
+    buckets: int               # S
+    bucket_ms: int             # slot length
+    since_ms: int              # first millisecond written to the buckets
+    keys: tuple[str, ...]      # partition key of sub-partition s
+    shards: tuple[int, ...]    # shard of sub-partition s
+
+    def bucket_of(self, ts_ms: int) -> int:
+        """The sub-partition a message written at ``ts_ms`` goes to."""
+        return (ts_ms // self.bucket_ms) % self.buckets
+
+    def slot_start_ms(self, ts_ms: int) -> int:
+        """The first millisecond of the slot holding ``ts_ms``."""
+        return ts_ms - ts_ms % self.bucket_ms
+
+    def newest_location(self, before: int | None, now_ms: int) -> tuple[int, int]:
+        """(sub-partition, earliest ms it must cover) for a page of ids below ``before``: the
+        slot holding ``before``'s time (or now), bounded below by the split's start."""
+        ts = (before >> SEQUENCE_BITS) if before is not None else now_ms
+        ts = max(ts, self.since_ms)
+        return self.bucket_of(ts), max(self.slot_start_ms(ts), self.since_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_split(router: Router, channel: str, buckets: int, bucket_ms: int,
+               since_ms: int) -> SplitPlan:
+    """Place ``buckets`` sub-partitions of ``channel`` on distinct shards where possible."""
+    if buckets < 2:
+        raise InputError(f"split buckets must be >= 2, got {buckets}")
+    if bucket_ms < 1:
+        raise InputError(f"split bucket_ms must be >= 1, got {bucket_ms}")
+    used: set[int] = set()
+    keys, shards = [], []
+    for s in range(buckets):
+        candidates = [f"{channel}#{s}"] + [f"{channel}#{s}.{k}" for k in range(1, MAX_PROBES)]
+        chosen = None
+        for key in candidates:
+            shard = router.shard_of(key)
+            if shard not in used or len(used) >= router.shards:
+                chosen = key, shard
+                break
+        if chosen is None:  # the partitioner kept colliding: accept the first candidate
+            chosen = candidates[0], router.shard_of(candidates[0])
+        keys.append(chosen[0])
+        shards.append(chosen[1])
+        used.add(chosen[1])
+    return SplitPlan(channel, router.shard_of(channel), buckets, bucket_ms, since_ms,
+                     tuple(keys), tuple(shards))
+
+
+class SplitRegistry:
+    """The split channels of one data directory, saved in ``splits.json`` there."""
+
+    def __init__(self, data_dir: str | Path, router: Router) -> None:
+        self.path = Path(data_dir) / SPLITS_FILE
+        self.router = router
+        self._plans: dict[str, SplitPlan] = {}
+        if self.path.exists():
+            try:
+                saved = json.loads(self.path.read_text())
+                for item in saved["splits"]:
+                    plan = SplitPlan(**{**item, "keys": tuple(item["keys"]),
+                                        "shards": tuple(item["shards"])})
+                    self._plans[plan.channel] = plan
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise InputError(f"{self.path} is not a split registry ({e}): restore it "
+                                 "or serve a new data directory") from e
+
+    def get(self, channel: str) -> SplitPlan | None:
+        return self._plans.get(channel)
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def plans(self) -> list[SplitPlan]:
+        return list(self._plans.values())
+
+    def add(self, channel: str, buckets: int, bucket_ms: int, since_ms: int) -> SplitPlan:
+        """Split ``channel`` from ``since_ms`` on (no change if it is split already)."""
+        plan = self._plans.get(channel)
+        if plan is None:
+            plan = plan_split(self.router, channel, buckets, bucket_ms, since_ms)
+            self._plans[channel] = plan
+            self._save()
+        return plan
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"splits": [p.to_dict() for p in self._plans.values()]}))
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)

@@ -1,0 +1,327 @@
+"""Start, watch and restart the shard worker processes; talk to them.
+
+Each shard is one primary worker (reads and writes its SQLite file) plus, when the read-replica
+mitigation is on, R replica workers that open the same file read-only. A worker that exits
+unexpectedly (a crash, ``kill -9``) is restarted after a short back-off; until it is back, calls
+to it raise ``ShardUnavailable`` (the gateway's 503 with Retry-After) while every other shard
+keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hotshard.errors import HotshardError, InputError
+from hotshard.service.protocol import HEADER, ProtocolError, decode, encode, frame_length
+
+__all__ = ["ShardClient", "ShardError", "ShardUnavailable", "Supervisor", "WorkerInfo",
+           "db_path"]
+
+READY_TIMEOUT_S = 30.0
+RESTART_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)
+CALL_TIMEOUT_S = 60.0
+
+
+class ShardUnavailable(HotshardError, ConnectionError):
+    """A shard's worker is down or restarting; try again after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ShardError(HotshardError, RuntimeError):
+    """A shard failed a request for a reason that is not the client's (storage, a bug)."""
+
+
+def db_path(data_dir: Path, shard: int) -> Path:
+    """Where shard ``shard`` keeps its database."""
+    return Path(data_dir) / f"shard-{shard:03d}.sqlite3"
+
+
+class ShardClient:
+    """One multiplexed connection to a worker: many calls in flight, replies paired by id."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 name: str) -> None:
+        self.name = name
+        self._reader = reader
+        self._writer = writer
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._closed: str | None = None
+        self._task = asyncio.create_task(self._read_replies())
+
+    @classmethod
+    async def connect(cls, path: str, name: str) -> ShardClient:
+        reader, writer = await asyncio.open_unix_connection(path, limit=1 << 24)
+        return cls(reader, writer, name)
+
+    @property
+    def in_flight(self) -> int:
+        """Calls sent and not yet answered: the shard's queue as the gateway sees it."""
+        return len(self._pending)
+
+    async def call(self, op: str, args: dict[str, Any], *,
+                   timeout: float = CALL_TIMEOUT_S) -> tuple[Any, float]:
+        """The result of ``op`` and the seconds the shard spent on it (excluding the hop)."""
+        if self._closed is not None:
+            raise ShardUnavailable(f"{self.name} is down ({self._closed})")
+        request_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            self._writer.write(encode({"id": request_id, "op": op, "args": args}))
+            if self._writer.transport.get_write_buffer_size() > (1 << 20):
+                await self._writer.drain()
+            reply = await asyncio.wait_for(future, timeout)
+        except (ConnectionError, OSError) as e:
+            raise ShardUnavailable(f"{self.name} is down ({e})") from e
+        except TimeoutError:
+            raise ShardUnavailable(f"{self.name} did not answer within {timeout:g} s") from None
+        finally:
+            self._pending.pop(request_id, None)
+        if "err" in reply:
+            err = reply["err"]
+            if err.get("kind") == "input":
+                raise InputError(err.get("message", "bad request"))
+            raise ShardError(f"{self.name}: {err.get('message', 'internal error')}")
+        return reply.get("ok"), reply.get("us", 0) / 1e6
+
+    async def _read_replies(self) -> None:
+        reason = "connection closed"
+        try:
+            while True:
+                header = await self._reader.readexactly(HEADER.size)
+                message = decode(await self._reader.readexactly(frame_length(header)))
+                future = self._pending.get(message["id"])
+                if future is not None and not future.done():
+                    future.set_result(message)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            reason = f"connection lost: {type(e).__name__}"
+        except ProtocolError as e:
+            reason = f"protocol error: {e}"
+        finally:
+            self._fail_pending(reason)
+
+    def _fail_pending(self, reason: str) -> None:
+        self._closed = reason
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ShardUnavailable(f"{self.name} is down ({reason})"))
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+        self._fail_pending("closed")
+
+
+@dataclass
+class _Worker:
+    shard: int
+    replica: int  # 0 = the primary; 1..R = read replicas
+    socket: str
+    process: asyncio.subprocess.Process | None = None
+    client: ShardClient | None = None
+    restarts: int = 0
+    up_since: float | None = None
+    retired: bool = False
+    monitor: asyncio.Task | None = None
+
+    @property
+    def name(self) -> str:
+        return f"shard {self.shard}" + (f" replica {self.replica}" if self.replica else "")
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def up(self) -> bool:
+        return self.client is not None and self.client._closed is None
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What /stats shows of one worker process."""
+
+    shard: int
+    replica: int
+    pid: int | None
+    up: bool
+    restarts: int
+    in_flight: int
+
+
+class Supervisor:
+    """The shard worker processes of one service: start them, restart them, route calls.
+
+    Parameters
+    ----------
+    data_dir : directory holding one SQLite file per shard.
+    shards : number of shards (one primary worker each).
+    replicas : read replicas per shard (0: none).
+    cost_ms : CPU milliseconds each read burns in its worker (``--cost-ms``).
+    max_body_bytes : largest message body a worker accepts.
+    """
+
+    def __init__(self, data_dir: str | Path, shards: int, *, replicas: int = 0,
+                 cost_ms: float = 0.0, max_body_bytes: int = 4096) -> None:
+        if shards < 1 or shards > 1024:
+            raise InputError(f"shards must be in 1..1024 (ids carry the shard in 10 bits), "
+                             f"got {shards}")
+        if replicas < 0:
+            raise InputError(f"replicas must be >= 0, got {replicas}")
+        if cost_ms < 0:
+            raise InputError(f"cost_ms must be >= 0, got {cost_ms}")
+        self.data_dir = Path(data_dir)
+        self.shards = shards
+        self.cost_ms = cost_ms
+        self.max_body_bytes = max_body_bytes
+        self._target_replicas = replicas
+        self._runtime = tempfile.mkdtemp(prefix="hotshard-")
+        self._workers: dict[tuple[int, int], _Worker] = {}
+        self._round_robin = [itertools.count() for _ in range(shards)]
+        self._stopping = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every primary, then every replica; return when all answer."""
+        await asyncio.gather(*(self._add(shard, 0) for shard in range(self.shards)))
+        await self.set_replicas(self._target_replicas)
+
+    async def stop(self) -> None:
+        """Stop every worker (SIGTERM, then SIGKILL after 5 s) and remove the sockets."""
+        self._stopping = True
+        await asyncio.gather(*(self._retire(w) for w in list(self._workers.values())))
+        shutil.rmtree(self._runtime, ignore_errors=True)
+
+    @property
+    def replicas(self) -> int:
+        return self._target_replicas
+
+    async def set_replicas(self, replicas: int) -> None:
+        """Run ``replicas`` read replicas per shard: start the missing, stop the extra."""
+        if replicas < 0:
+            raise InputError(f"replicas must be >= 0, got {replicas}")
+        self._target_replicas = replicas
+        extra = [w for (s, r), w in self._workers.items() if r > replicas]
+        await asyncio.gather(*(self._retire(w) for w in extra))
+        missing = [(s, r) for s in range(self.shards) for r in range(1, replicas + 1)
+                   if (s, r) not in self._workers]
+        await asyncio.gather(*(self._add(s, r) for s, r in missing))
+
+    async def _add(self, shard: int, replica: int) -> None:
+        sock = os.path.join(self._runtime, f"s{shard}r{replica}.sock")
+        worker = _Worker(shard, replica, sock)
+        self._workers[(shard, replica)] = worker
+        await self._spawn(worker)
+        worker.monitor = asyncio.create_task(self._watch(worker))
+
+    async def _retire(self, worker: _Worker) -> None:
+        worker.retired = True
+        self._workers.pop((worker.shard, worker.replica), None)
+        if worker.monitor is not None:
+            worker.monitor.cancel()
+        if worker.client is not None:
+            await worker.client.close()
+        proc = worker.process
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 5.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+
+    async def _spawn(self, worker: _Worker) -> None:
+        argv = [sys.executable, "-m", "hotshard.service.worker", "--socket", worker.socket,
+                "--db", str(db_path(self.data_dir, worker.shard)), "--node", str(worker.shard),
+                "--cost-ms", repr(self.cost_ms), "--max-body-bytes", str(self.max_body_bytes)]
+        if worker.replica:
+            argv.append("--read-only")
+        log = open(self.data_dir / f"shard-{worker.shard:03d}.log", "ab")  # noqa: SIM115
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=log)
+        finally:
+            log.close()
+        worker.process = proc
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), READY_TIMEOUT_S)
+        except TimeoutError:
+            line = b""
+        text = line.decode(errors="replace").strip()
+        if not text.startswith("ready"):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            detail = text[len("error "):] if text.startswith("error ") else \
+                f"no answer within {READY_TIMEOUT_S:g} s; see {self.data_dir}/shard-*.log"
+            raise HotshardError(f"{worker.name} did not start: {detail}")
+        worker.client = await ShardClient.connect(worker.socket, worker.name)
+        worker.up_since = time.monotonic()
+
+    async def _watch(self, worker: _Worker) -> None:
+        """Restart the worker whenever it exits while the service runs."""
+        attempt = 0
+        while not worker.retired and not self._stopping:
+            await worker.process.wait()
+            if worker.retired or self._stopping:
+                return
+            if worker.client is not None:
+                await worker.client.close()
+            worker.client = None
+            worker.restarts += 1
+            alive_for = time.monotonic() - (worker.up_since or time.monotonic())
+            attempt = 0 if alive_for > 10 else attempt + 1
+            await asyncio.sleep(RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)])
+            while not worker.retired and not self._stopping:
+                try:
+                    await self._spawn(worker)
+                    break
+                except (HotshardError, OSError):
+                    attempt += 1
+                    await asyncio.sleep(RESTART_BACKOFF_S[-1])
+
+    # -- routing ------------------------------------------------------------------------------
+
+    def primary(self, shard: int) -> ShardClient:
+        """The client of a shard's primary; ShardUnavailable while it is down."""
+        worker = self._workers.get((shard, 0))
+        if worker is None or not worker.up:
+            raise ShardUnavailable(f"shard {shard} is restarting", retry_after=1.0)
+        return worker.client  # type: ignore[return-value]
+
+    def reader(self, shard: int, *, use_replicas: bool) -> ShardClient:
+        """Who serves a read of ``shard``: with replicas, the next live one of primary and
+        replicas in turn (round robin), else the primary."""
+        if use_replicas and self._target_replicas:
+            live = [w for (s, _), w in sorted(self._workers.items()) if s == shard and w.up]
+            if live:
+                return live[next(self._round_robin[shard]) % len(live)].client  # type: ignore
+        return self.primary(shard)
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker, primaries first, with its pid and restart count."""
+        return [WorkerInfo(w.shard, w.replica, w.pid, w.up, w.restarts,
+                           w.client.in_flight if w.client is not None else 0)
+                for _, w in sorted(self._workers.items())]
