@@ -13,7 +13,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from tests.service._traffic import serve
 
@@ -46,5 +51,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @settings(max_examples=40, derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_api_conforms(case):
-    case.call_and_validate(checks=[not_a_server_error, response_schema_conformance],
+    case.call_and_validate(checks=[not_a_server_error, response_schema_conformance,
+                                  status_code_conformance, content_type_conformance,
+                                  positive_data_acceptance],
                            timeout=30)

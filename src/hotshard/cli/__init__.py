@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("hotshard.cli.sim", "simulate",
                  "Queueing model of the sharded service: per-shard CPU and latency."),
     "serve": ("hotshard.cli.serve", "serve",
-              "The reference chat-history service: HTTP gateway over shard processes."),
+              "The reference sharded chat-history service (HTTP)."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }

@@ -89,7 +89,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     \b
     Examples:
       hotshard serve --shards 4 --port 8080 --data /tmp/chat
-      hotshard generate --profile examples/incident.profile.json --events 1e6 -o m.parquet
+      hotshard generate examples/incident.profile.json --events 1e6 -o m.parquet
       hotshard serve --data /tmp/chat --load m.parquet --cost-ms 2
       hotshard serve --data /tmp/chat --replicas 2 --coalesce --cache-ttl 1s
     """
@@ -140,6 +140,12 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
             note(f"mitigations on for {which}: {', '.join(on)}")
         click.echo(url, err=False)
 
-    with bar:
-        run(config, on_listening=listening, on_progress=progress if load_file else None,
-            on_loaded=loaded)
+    from hotshard.cli import Terminated
+
+    try:
+        with bar:
+            run(config, on_listening=listening, on_progress=progress if load_file else None,
+                on_loaded=loaded)
+    except (KeyboardInterrupt, Terminated):
+        pass  # Ctrl-C / SIGTERM is how a service is stopped: a clean exit, not an error
+    note(f"stopped; every shard shut down, data kept in {data_dir}")

@@ -39,7 +39,9 @@ Channel = Annotated[str, Path(pattern=CHANNEL_PATTERN, max_length=128,
 
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user: str = Field(min_length=1, max_length=MAX_USER_CHARS, description="Who wrote it.")
+    user: str = Field(min_length=1, max_length=MAX_USER_CHARS,
+                      pattern=r"^[^\x00-\x1f\x7f-\x9f]+$",
+                      description="Who wrote it (no control characters).")
     body: str = Field(min_length=1, description="The text (UTF-8; size limit: --max-body).")
 
 
@@ -67,7 +69,8 @@ class Page(BaseModel):
 MITIGATIONS_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "properties": {
-        "split": {"type": "integer", "description": "0 (off) or 2..64 sub-partitions"},
+        "split": {"type": "integer", "minimum": 0, "maximum": 64, "not": {"const": 1},
+                  "description": "0 (off) or 2..64 sub-partitions"},
         "split_bucket_ms": {"type": "integer", "minimum": 1},
         "replicas": {"type": "integer", "minimum": 0, "maximum": 8},
         "cache_ttl_s": {"type": "number", "minimum": 0, "maximum": 3600},
@@ -215,14 +218,16 @@ def create_app(chat: ChatService, *, max_body_bytes: int) -> Any:
     async def stats() -> dict[str, Any]:
         return _stats(service(), state)
 
-    @app.get("/hotkeys", summary="Top channels over the sliding window (Space-Saving)")
+    @app.get("/hotkeys", summary="Top channels over the sliding window (Space-Saving)",
+             responses={422: {"model": ErrorOut}})
     async def hotkeys(k: Annotated[int, Query(ge=1, le=1000)] = 10) -> dict[str, Any]:
         svc = service()
         out = svc.hotkeys.top(k).to_dict()
         out["hot_share"] = svc.mitigations.hot_share
         return out
 
-    @app.get("/health", summary="ok when every shard's primary is up (503 otherwise)")
+    @app.get("/health", summary="ok when every shard's primary is up (503 otherwise)",
+             responses={503: {"description": "A shard is down or restarting"}})
     async def health() -> JSONResponse:
         workers = [w for w in service().supervisor.workers() if w.replica == 0]
         down = [w.shard for w in workers if not w.up]
@@ -247,7 +252,8 @@ def create_app(chat: ChatService, *, max_body_bytes: int) -> Any:
         await svc.set_mitigations(svc.mitigations.updated(changes))
         return svc.mitigations.to_dict()
 
-    @app.get("/metrics", summary="Prometheus text exposition")
+    @app.get("/metrics", summary="Prometheus text exposition", response_class=Response,
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
     async def metrics() -> Response:
         from hotshard.service.metrics import render
 

@@ -59,8 +59,8 @@ def _open(path: str):  # -> (duckdb relation reader, total rows)
              f"{size} AS size, epoch_ms(CAST(timestamp AS TIMESTAMPTZ)) AS ts_ms "
              f"FROM {source} WHERE channel_id IS NOT NULL")
     try:
-        total = con.execute(f"SELECT count(*) FROM ({query})", [files[0]]).fetchone()[0]
-        reader = con.execute(query, [files[0]]).fetch_record_batch(READ_BATCH_ROWS)
+        total = con.execute(f"SELECT count(*) FROM ({query})", [files[0]]).fetchall()[0][0]
+        reader = con.sql(query, params=[files[0]]).to_arrow_reader(READ_BATCH_ROWS)
     except duckdb.Error as e:
         raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
     return con, reader, int(total)

@@ -87,6 +87,8 @@ class Mitigations:
             kinds = fields[name]
             if isinstance(value, bool) and kinds is not bool:
                 raise InputError(f"{name} must be a number, got {value!r}")
+            if kinds is int and isinstance(value, float) and value.is_integer():
+                value = int(value)  # JSON does not tell 3 from 3.0
             if not isinstance(value, kinds):
                 raise InputError(f"{name} has the wrong type: {value!r}")
             if name == "channels":

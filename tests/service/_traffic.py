@@ -1,0 +1,173 @@
+"""Test-side helpers: start `hotshard serve` as a user would, and push paced traffic at it.
+
+The traffic helper is deliberately small (the real open-loop driver is `hotshard drive`): it
+sends request i at its Poisson arrival time whether or not earlier ones returned, and records status
+codes and X-Shard headers, so tests measure what the service did under a known load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Service:
+    url: str
+    process: subprocess.Popen
+    data: Path
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=30, **kw)
+
+    def post(self, path: str, **kw) -> httpx.Response:
+        return httpx.post(self.url + path, timeout=30, **kw)
+
+    def stats(self) -> dict:
+        return self.get("/stats").json()
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            return proc.stdout.readline().strip()
+        if proc.poll() is not None:
+            break
+    err = proc.stderr.read() if proc.poll() is not None else ""
+    raise AssertionError(f"hotshard serve printed no URL (exit {proc.poll()}): {err}")
+
+
+def wait_healthy(url: str, timeout: float = 30.0) -> None:
+    """Poll /health until every shard answers (a health check, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = httpx.get(url + "/health", timeout=2)
+            if last.status_code == 200:
+                return
+        except httpx.HTTPError as e:
+            last = e
+        time.sleep(0.05)
+    raise AssertionError(f"service at {url} not healthy: {last}")
+
+
+@contextlib.contextmanager
+def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
+    """`hotshard serve --port 0 --data DATA ARGS...` in a subprocess; stopped (SIGINT, then
+    SIGKILL) on exit, by the pid this function started."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotshard", "serve", "--port", "0", "--data", str(data), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        url = _read_line(proc, timeout)
+        if not url.startswith("http://127.0.0.1:"):
+            proc.wait(10)
+            raise AssertionError(f"hotshard serve failed: {url} {proc.stderr.read()}")
+        wait_healthy(url)
+        yield Service(url, proc, Path(data))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+
+def worker_pids(stats: dict) -> dict[tuple[int, int], int]:
+    """(shard, replica) -> pid of every worker process in a /stats document."""
+    pids = {}
+    for shard in stats["shards"]:
+        pids[(shard["id"], 0)] = shard["pid"]
+        for rep in shard["replicas"]:
+            pids[(shard["id"], rep["replica"])] = rep["pid"]
+    return pids
+
+
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds of a process (read independently of the service's own meter)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class TrafficResult:
+    sent: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    shards: Counter = field(default_factory=Counter)
+    late_s: float = 0.0  # how far behind schedule the last send was
+
+
+async def _traffic(url: str, keys: Sequence[str], rate: float, read_share: float,
+                   seed: int, limit: int) -> TrafficResult:
+    rng = np.random.default_rng(seed)
+    is_read = rng.random(len(keys)) < read_share
+    # Poisson arrivals: independent requests, so identical reads can overlap as in life
+    due_times = np.cumsum(rng.exponential(1.0 / rate, len(keys)))
+    result = TrafficResult()
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        async def one(i: int) -> None:
+            path = f"/channels/{keys[i]}/messages"
+            try:
+                if is_read[i]:
+                    r = await client.get(path, params={"limit": limit})
+                else:
+                    r = await client.post(path, json={"user": f"u{i}", "body": "x" * 100})
+                result.statuses[r.status_code] += 1
+                result.shards[r.headers.get("x-shard")] += 1
+            except httpx.HTTPError as e:
+                result.statuses[type(e).__name__] += 1
+
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        tasks = []
+        for i in range(len(keys)):
+            due = start + due_times[i]
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(i)))
+            result.sent += 1
+        result.late_s = max(0.0, loop.time() - (start + due_times[-1]))
+        await asyncio.gather(*tasks)
+    return result
+
+
+def send_traffic(url: str, keys: Sequence[str], *, rate: float, read_share: float = 0.9,
+                 seed: int = 0, limit: int = 50) -> TrafficResult:
+    """Send one request per key, open loop, Poisson at ``rate``/s; reads with probability
+    ``read_share``."""
+    return asyncio.run(_traffic(url, keys, rate, read_share, seed, limit))
+
+
+def profile_keys(profile: str | Path, n: int, seed: int) -> list[str]:
+    """``n`` channel ids drawn from a profile with hotshard's own sampler."""
+    from hotshard.profile.model import Profile
+    from hotshard.workload.profile_sampler import from_profile
+
+    sampler = from_profile(Profile.load(profile))
+    ids = sampler.ids(sampler.sample(n, np.random.default_rng(seed)))
+    return [str(k) for k in (ids.tolist() if hasattr(ids, "tolist") else ids.to_pylist())]

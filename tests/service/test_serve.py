@@ -1,0 +1,289 @@
+"""`hotshard serve` end to end: a real service on a free loopback port, used as a client would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import run_cli
+from tests.service._traffic import serve, wait_healthy
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory):
+    with serve(tmp_path_factory.mktemp("serve") / "data", "--shards", "4") as service:
+        yield service
+
+
+def post(svc, channel, body="hello", user="ann"):
+    return svc.post(f"/channels/{channel}/messages", json={"user": user, "body": body})
+
+
+def test_write_then_read_round_trip_newest_first(svc):
+    ids = []
+    for i in range(5):
+        r = post(svc, "room-1", body=f"m{i}")
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    assert ids == sorted(ids) and len(set(ids)) == 5  # time-ordered, unique
+    page = svc.get("/channels/room-1/messages", params={"limit": 3}).json()
+    assert [m["body"] for m in page["messages"]] == ["m4", "m3", "m2"]
+    assert [m["id"] for m in page["messages"]] == ids[:1:-1]
+    assert page["next_before"] == ids[2]
+
+
+def test_paging_with_before_visits_every_message_once(svc):
+    written = [post(svc, "pager", body=f"b{i}").json()["id"] for i in range(23)]
+    seen, before = [], None
+    while True:
+        params = {"limit": 5} | ({"before": before} if before else {})
+        page = svc.get("/channels/pager/messages", params=params).json()
+        seen += [m["id"] for m in page["messages"]]
+        before = page["next_before"]
+        if before is None:
+            break
+    assert seen == written[::-1]
+
+
+@pytest.mark.parametrize("channel", ["4711", "982", "general", "chan:eu-1"])
+def test_x_shard_is_what_hotshard_shard_prints(svc, channel):
+    r = post(svc, channel)
+    shown = run_cli("shard", channel, "-p", "kafka", "-n", "4", "--json")
+    assert shown.returncode == 0, shown.stderr
+    expected = json.loads(shown.stdout.splitlines()[0])["shard"]
+    assert r.headers["x-shard"] == str(expected) == str(r.json()["shard"])
+    read = svc.get(f"/channels/{channel}/messages")
+    assert read.headers["x-shard"] == str(expected)
+
+
+@pytest.mark.parametrize(("method", "path", "payload", "status"), [
+    ("post", "/channels/room/messages", {"user": "a", "body": ""}, 422),
+    ("post", "/channels/room/messages", {"user": "", "body": "x"}, 422),
+    ("post", "/channels/room/messages", {"user": "a"}, 422),
+    ("post", "/channels/room/messages", {"user": "a", "body": "x", "extra": 1}, 422),
+    ("post", "/channels/room/messages", {"user": "a", "body": "x" * 5000}, 413),
+    ("post", "/channels/room/messages", {"user": "a\x01", "body": "x"}, 422),
+    ("post", "/channels/room/messages", b'{"user": "a", "body": "\\ud800"}', 422),
+    ("post", "/channels/bad%20channel/messages", {"user": "a", "body": "x"}, 422),
+    ("post", "/channels/" + "c" * 200 + "/messages", {"user": "a", "body": "x"}, 422),
+    ("get", "/channels/room/messages?limit=0", None, 422),
+    ("get", "/channels/room/messages?limit=1001", None, 422),
+    ("get", "/channels/room/messages?limit=abc", None, 422),
+    ("get", "/channels/room/messages?before=-5", None, 422),
+    ("get", "/channels/room/messages?before=99999999999999999999999", None, 422),
+    ("get", "/channels/room#1/messages", None, 404),
+    ("get", "/nowhere", None, 404),
+])
+def test_client_mistakes_get_4xx_with_a_json_error(svc, method, path, payload, status):
+    if isinstance(payload, bytes):  # raw JSON: a lone surrogate no client library would send
+        kw = {"content": payload, "headers": {"content-type": "application/json"}}
+    else:
+        kw = {"json": payload} if payload is not None else {}
+    r = getattr(svc, method)(path, **kw)
+    assert r.status_code == status, r.text
+    assert r.json()["error"]
+
+
+def test_a_body_that_is_not_json_says_how_to_send_it(svc):
+    r = svc.post("/channels/room/messages", content=b"user=a&body=x",
+                 headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 422
+    assert "Content-Type: application/json" in r.json()["error"]
+
+
+def test_a_huge_upload_is_refused_before_it_is_read(svc):
+    r = svc.post("/channels/room/messages", content=b"{" + b" " * 1_000_000 + b"}",
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_stats_hotkeys_metrics_health(svc):
+    for _ in range(30):
+        post(svc, "popular")
+    post(svc, "quiet")
+    stats = svc.stats()
+    assert stats["service"]["partitioner"] == "kafka"
+    assert len(stats["shards"]) == 4
+    for shard in stats["shards"]:
+        assert shard["pid"] > 0 and shard["up"] and shard["restarts"] == 0
+        assert {"requests", "cpu_percent", "queue_depth", "p50_ms", "p99_ms", "cache_hits",
+                "coalesced"} <= set(shard)
+    assert sum(s["writes"] for s in stats["shards"]) >= 31
+    assert stats["service"]["hop_p50_ms"] is not None
+    top = svc.get("/hotkeys", params={"k": 3}).json()
+    assert top["keys"][0]["key"] == "popular"
+    first = top["keys"][0]
+    assert first["count"] - first["error"] <= 30 + 5 <= first["count"] + 35  # window holds all
+    assert "error_bound" in top and "guarantee" in top
+    metrics = svc.get("/metrics").text
+    assert "hotshard_shard_requests_total" in metrics and "hotshard_worker_up" in metrics
+    assert svc.get("/health").json()["status"] == "ok"
+    assert svc.get("/openapi.json").json()["paths"]["/channels/{channel}/messages"]
+
+
+def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
+    r = svc.post("/admin/mitigations", json={"coalesec": True})
+    assert r.status_code == 400 and "coalesec" in r.json()["error"]
+    r = svc.post("/admin/mitigations", content=b"{not json")
+    assert r.status_code == 400
+    r = svc.post("/admin/mitigations", json={"split": 1})
+    assert r.status_code == 400 and "split" in r.json()["error"]
+    # curl -d sends form content type: still JSON to us
+    r = svc.post("/admin/mitigations", content=b'{"cache_ttl_s": 30, "channels": ["cached"]}',
+                 headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 200 and r.json()["cache_ttl_s"] == 30
+    post(svc, "cached", body="one")
+    assert svc.get("/channels/cached/messages").headers["x-source"] == "shard"
+    post(svc, "cached", body="two")
+    cached = svc.get("/channels/cached/messages")  # a TTL cache: staleness is the price
+    assert cached.headers["x-source"] == "cache"
+    assert [m["body"] for m in cached.json()["messages"]] == ["one"]
+    svc.post("/admin/mitigations", json={"cache_ttl_s": 0, "channels": "hot"})
+    fresh = svc.get("/channels/cached/messages")
+    assert [m["body"] for m in fresh.json()["messages"]] == ["two", "one"]
+
+
+def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
+    with serve(tmp_path / "data", "--shards", "4", "--split", "4", "--split-bucket", "0.02",
+               "--hot-channels", "big,other") as svc:
+        before_split = None
+        written, shards = [], set()
+        for i in range(60):
+            r = post(svc, "big", body=f"m{i}")
+            assert r.status_code == 201
+            written.append(r.json()["id"])
+            shards.add(r.headers["x-shard"])
+            if i % 15 == 14:
+                time.sleep(0.05)  # let the 20 ms time slot move on: writes rotate buckets
+        assert len(shards) >= 2, shards  # the channel's writes really went to several shards
+        seen, before = [], before_split
+        while True:
+            params = {"limit": 7} | ({"before": before} if before else {})
+            page = svc.get("/channels/big/messages", params=params).json()
+            seen += [m["id"] for m in page["messages"]]
+            before = page["next_before"]
+            if before is None:
+                break
+        assert seen == written[::-1]
+        plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
+        assert len(set(plan["shards"])) == 4  # four sub-partitions on four different shards
+        for key, shard in zip(plan["keys"], plan["shards"], strict=True):
+            shown = run_cli("shard", key, "-p", "kafka", "-n", "4", "--json")
+            assert json.loads(shown.stdout)["shard"] == shard
+    # a restarted service still finds the split channel's history in its buckets
+    with serve(tmp_path / "data", "--shards", "4") as svc:
+        page = svc.get("/channels/big/messages", params={"limit": 1000}).json()
+        assert [m["id"] for m in page["messages"]] == written[::-1]
+
+
+def test_load_fills_the_shards_where_the_router_places_them(tmp_path):
+    out = tmp_path / "m.parquet"
+    made = run_cli("generate", "--dist", "zipf:1.1:500", "--events", "20000",
+                   "--seed", "3", "-o", str(out))
+    assert made.returncode == 0, made.stderr
+    import pyarrow.parquet as pq
+
+    from hotshard.service.router import Router
+
+    table = pq.read_table(out, columns=["channel_id"])
+    channels = [str(c) for c in table.column("channel_id").to_pylist()]
+    expected = [0] * 4
+    for shard in Router("kafka", 4).shards_of(channels):
+        expected[int(shard)] += 1
+    with serve(tmp_path / "data", "--shards", "4", "--load", str(out)) as svc:
+        stats = svc.stats()
+        assert [s["writes"] for s in stats["shards"]] == [0] * 4  # loaded, not posted
+        hot = max(set(channels), key=channels.count)
+        page = svc.get(f"/channels/{hot}/messages", params={"limit": 1000}).json()
+        assert len(page["messages"]) == min(1000, channels.count(hot))
+    stderr = svc.process.stderr
+    assert stderr is not None
+    import sqlite3
+    for shard in range(4):
+        db = sqlite3.connect(tmp_path / "data" / f"shard-{shard:03d}.sqlite3")
+        assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == expected[shard]
+        db.close()
+
+
+def test_wrong_inputs_to_serve_are_one_line_errors(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    try:
+        r = run_cli("serve", "--port", str(port), "--data", str(tmp_path / "d1"))
+        assert r.returncode == 2 and "in use" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        busy.close()
+    r = run_cli("serve", "--data", str(tmp_path / "no" / "such" / "dir"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    r = run_cli("serve", "--load", str(tmp_path / "missing.parquet"), "--data",
+                str(tmp_path / "d2"))
+    assert r.returncode == 2 and "missing.parquet" in r.stderr
+    (tmp_path / "d3").mkdir()
+    (tmp_path / "d3" / "hotshard-serve.json").write_text(
+        json.dumps({"format": "hotshard.serve/1", "partitioner": "kafka", "shards": 8}))
+    r = run_cli("serve", "--shards", "4", "--data", str(tmp_path / "d3"), "--port", "0")
+    assert r.returncode == 2 and "--shards 8" in r.stderr
+    r = run_cli("serve", "--split", "1")
+    assert r.returncode == 2 and "--split" in r.stderr
+
+
+def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
+    """Writes under load; kill -9 one shard's process; every 201 is readable after its
+    restart, the killed shard answered 503 + Retry-After meanwhile, the others kept serving."""
+    with serve(tmp_path / "data", "--shards", "4") as svc:
+        channels = [f"c{i}" for i in range(40)]
+        shard_of = {c: int(post(svc, c, body="first").headers["x-shard"]) for c in channels}
+        victim = shard_of[channels[0]]
+        pid = svc.stats()["shards"][victim]["pid"]
+        acked: list[tuple[str, int]] = []
+        refused: dict[int, list[int]] = {}
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def writer(offset: int) -> None:
+            with httpx.Client(base_url=svc.url, timeout=30) as client:
+                i = offset
+                while not stop.is_set():
+                    channel = channels[i % len(channels)]
+                    r = client.post(f"/channels/{channel}/messages",
+                                    json={"user": "w", "body": f"n{i}"})
+                    with lock:
+                        if r.status_code == 201:
+                            acked.append((channel, r.json()["id"]))
+                        else:
+                            refused.setdefault(shard_of[channel], []).append(r.status_code)
+                            if r.status_code == 503:
+                                assert int(r.headers["retry-after"]) >= 1
+                    i += 4
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join()
+        wait_healthy(svc.url)
+        after = svc.stats()["shards"][victim]
+        assert after["restarts"] == 1 and after["pid"] != pid
+        assert set(refused) <= {victim}, refused  # only the killed shard ever refused
+        assert all(code == 503 for code in refused.get(victim, []))
+        by_channel: dict[str, set[int]] = {}
+        for channel, message_id in acked:
+            by_channel.setdefault(channel, set()).add(message_id)
+        for channel, ids in by_channel.items():
+            page = svc.get(f"/channels/{channel}/messages", params={"limit": 1000}).json()
+            stored = {m["id"] for m in page["messages"]}
+            assert ids <= stored, f"{channel}: lost {sorted(ids - stored)[:5]}"
+        assert len(acked) > 100
