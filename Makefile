@@ -1,6 +1,7 @@
 # Two set-up commands: `make demo` and `make test`. Both work on a fresh machine.
 #
-#   make demo     install hotshard + the plot extra (what `hotshard demo` / `inspect --plot` use)
+#   make demo     install hotshard + the plot and serve extras (what `hotshard demo`,
+#                 `inspect --plot` and `hotshard serve` use)
 #   make test     also the spark extra (+ a JRE via apt if `java` is missing) and the dev tools,
 #                 then ruff and the whole test suite
 #   make bench    also the bench extra, then the benchmarks
@@ -32,15 +33,15 @@ venv-rebuild:
 	$(PIP) install -q --upgrade pip
 
 $(STAMP)-run: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot]'
+	$(PIP) install -q $(PIN) -e '.[plot,serve]'
 	@touch $@
 
 $(STAMP)-test: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,spark,dev]'
+	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,dev]'
 	@touch $@
 
 $(STAMP)-bench: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,spark,dev,bench]'
+	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,dev,bench]'
 	@touch $@
 
 # pyspark (tests/profile/test_spark.py runs a real local Spark) needs a JVM.

@@ -4,14 +4,18 @@ each mitigation, switched on at run time, shrinks the spread. Measured, not assu
 Setup: 4 shards, kafka placement, 5 ms of CPU per read (--cost-ms), Poisson traffic at 150/s,
 90% reads, channel ids drawn from examples/incident-event.profile.json (one channel has 30% of
 requests; `hotshard predict` puts 45% of the load on its shard against ~18% on the others).
-Each phase runs 5 s and reads each worker's CPU seconds from /stats before and after.
+The shards are first loaded with 200,000 messages from the same profile (so a read costs the
+same in every phase), then each phase runs 5 s and reads each worker's CPU seconds from /stats
+before and after.
 
-Margins, from that prediction: a fair shard takes 25% of worker CPU and the hot shard about
-45%, so the baseline must show the hottest process above 1.5x fair (37.5%) and above 1.8x the
-median of the other primaries. A mitigation that takes even a quarter of the hot channel's
-reads off the hot process removes ~7.5 points of the 45; we ask for 4 points (and for the
-mechanism's own counter to show it acted), which noise of 5 s of CPU at 10 ms ticks (well under
-1 point) cannot fake.
+Every measured phase replays the same requests (same keys, same Poisson times), so phases
+differ only by the mitigation. Margins, from the prediction: a fair shard takes 25% of worker
+CPU and the hot shard about 45%, so the baseline must show the hottest process above 1.5x fair
+(37.5%) and above 1.8x the median of the other primaries. The weakest mitigation here,
+coalescing at this moderate load, merges about a fifth of the hot channel's reads (two thirds
+of the hot shard's work), taking ~5 points off the 45; we ask for 3 points (and for the
+mechanism's own counter to show it acted). Repeated identical phases vary by under 1 point
+(measured: 0.446-0.458), so 3 points is not noise.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.service._traffic import profile_keys, send_traffic, serve
 
 pytestmark = pytest.mark.slow
@@ -60,33 +65,38 @@ def _phase(svc, keys: list[str], seed: int) -> dict:
 
 def test_hot_shard_shows_in_stats_and_each_mitigation_shrinks_the_spread(tmp_path):
     n = int(RATE * SECONDS)
-    keys = profile_keys(PROFILE, 7 * n, seed=7)
-    hot_channel = Counter(keys).most_common(1)[0][0]
-    phases = [keys[i * n:(i + 1) * n] for i in range(7)]
-    with serve(tmp_path / "data", "--shards", "4", "--cost-ms", "5") as svc:
-        _phase(svc, phases[0], seed=0)  # warm-up: workers' pages and caches, not measured
-        base = _phase(svc, phases[1], seed=1)
+    keys = profile_keys(PROFILE, 2 * n, seed=7)
+    warm_up, traffic = keys[:n], keys[n:]
+    hot_channel = Counter(traffic).most_common(1)[0][0]
+    history = tmp_path / "history.parquet"  # reads cost the same in every phase: no fill-up
+    made = run_cli("generate", str(PROFILE), "--events", "2e5", "--seed", "2", "-o",
+                   str(history))
+    assert made.returncode == 0, made.stderr
+    with serve(tmp_path / "data", "--shards", "4", "--cost-ms", "5", "--load",
+               str(history)) as svc:
+        _phase(svc, warm_up, seed=0)  # warm-up: workers' pages and caches, not measured
+        base = _phase(svc, traffic, seed=1)
         hot_shard = int(svc.get(f"/channels/{hot_channel}/messages").headers["x-shard"])
         assert base["hottest"] == (hot_shard, 0)
         assert base["hot_share"] > 1.5 * 0.25, base
         assert base["hot_vs_median"] > 1.8, base
 
-        def mitigated(changes: dict, seed: int) -> dict:
+        def mitigated(changes: dict) -> dict:
             off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 0}
             r = svc.post("/admin/mitigations", json={**off, **changes,
                                                      "channels": [hot_channel]})
             assert r.status_code == 200, r.text
-            return _phase(svc, phases[seed], seed=seed)
+            return _phase(svc, traffic, seed=1)
 
-        coalesce = mitigated({"coalesce": True}, 2)
+        coalesce = mitigated({"coalesce": True})
         assert coalesce["stats"]["shards"][hot_shard]["coalesced"] > 0
-        cache = mitigated({"cache_ttl_s": 1.0}, 3)
+        cache = mitigated({"cache_ttl_s": 1.0})
         assert cache["stats"]["shards"][hot_shard]["cache_hits"] > 0
-        replicas = mitigated({"replicas": 2}, 4)
+        replicas = mitigated({"replicas": 2})
         assert any(r["cpu_seconds"] for r in replicas["stats"]["shards"][hot_shard]["replicas"])
-        split = mitigated({"split": 4, "split_bucket_ms": 250}, 5)
+        split = mitigated({"split": 4, "split_bucket_ms": 250})
         report = {name: round(p["hot_share"], 3) for name, p in [
             ("baseline", base), ("coalesce", coalesce), ("cache", cache),
             ("replicas", replicas), ("split", split)]}
         for name in ("coalesce", "cache", "replicas", "split"):
-            assert report[name] < report["baseline"] - 0.04, report
+            assert report[name] < report["baseline"] - 0.03, report

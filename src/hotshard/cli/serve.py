@@ -93,9 +93,17 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
       hotshard serve --data /tmp/chat --load m.parquet --cost-ms 2
       hotshard serve --data /tmp/chat --replicas 2 --coalesce --cache-ttl 1s
     """
+    import importlib.util
     from pathlib import Path
 
     from hotshard.cli._console import ProgressBar, note
+    from hotshard.errors import HotshardError
+
+    missing = [m for m in ("fastapi", "uvicorn", "prometheus_client")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise HotshardError(f"hotshard serve needs {', '.join(missing)}: "
+                            "pip install 'hotshard[serve]' (make demo installs it)")
     from hotshard.service.mitigations import Mitigations
     from hotshard.service.server import ServeConfig
     from hotshard.service.server import serve as run
