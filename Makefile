@@ -72,6 +72,7 @@ bench: java $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_partition.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_sim.py
+	$(BIN)/python benchmarks/bench_service.py
 
 lock:
 	{ echo "# Versions the test suite was run with (pip freeze of $(VENV); hotshard excluded)."; \
