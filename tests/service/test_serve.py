@@ -232,6 +232,16 @@ def test_wrong_inputs_to_serve_are_one_line_errors(tmp_path):
         json.dumps({"format": "hotshard.serve/1", "partitioner": "kafka", "shards": 8}))
     r = run_cli("serve", "--shards", "4", "--data", str(tmp_path / "d3"), "--port", "0")
     assert r.returncode == 2 and "--shards 8" in r.stderr
+    bad_columns = tmp_path / "x.csv"
+    bad_columns.write_text("a,b\n1,2\n")
+    bad_channel = tmp_path / "y.csv"
+    bad_channel.write_text("timestamp,channel_id\n2026-01-01T00:00:00Z,ok\n"
+                           "2026-01-01T00:00:01Z,has space\n")
+    for path, words in ((bad_columns, "no channel_id or timestamp column"),
+                        (bad_channel, "'has space'")):
+        r = run_cli("serve", "--load", str(path), "--data", str(tmp_path / "d4"))
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert not (tmp_path / "d4").exists()  # checked before anything was made
     r = run_cli("serve", "--split", "1")
     assert r.returncode == 2 and "--split" in r.stderr
 
@@ -287,3 +297,21 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
             stored = {m["id"] for m in page["messages"]}
             assert ids <= stored, f"{channel}: lost {sorted(ids - stored)[:5]}"
         assert len(acked) > 100
+
+
+def test_mitigations_follow_the_sketch_to_the_hot_channel(tmp_path):
+    """--hot-channels hot (the default): the page cache serves the channel the sketch reports
+    above --hot-share, never a cold one; Ctrl-C then stops the service cleanly (exit 0)."""
+    with serve(tmp_path / "data", "--shards", "2", "--cache-ttl", "60s") as svc:
+        for i in range(40):
+            post(svc, "popular", body=f"p{i}")
+        post(svc, "quiet")
+        deadline = time.monotonic() + 10
+        while svc.get("/channels/popular/messages").headers["x-source"] != "cache":
+            assert time.monotonic() < deadline, "the hot channel was never cached"
+            time.sleep(0.1)
+        for _ in range(3):  # 1 of ~45 requests: under 5%, never treated as hot
+            assert svc.get("/channels/quiet/messages").headers["x-source"] == "shard"
+        top = svc.get("/hotkeys").json()
+        assert top["keys"][0]["key"] == "popular" and top["hot_share"] == 0.05
+    assert svc.process.returncode == 0

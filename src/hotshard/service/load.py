@@ -19,7 +19,7 @@ from hotshard.errors import InputError
 from hotshard.profile.count import resolve_inputs
 from hotshard.service.chat import ChatService
 
-__all__ = ["LOAD_BATCH_ROWS", "LoadResult", "load_messages"]
+__all__ = ["LOAD_BATCH_ROWS", "LoadResult", "check_loadable", "load_messages"]
 
 LOAD_BATCH_ROWS = 10_000
 READ_BATCH_ROWS = 100_000
@@ -37,11 +37,34 @@ class LoadResult:
                 "seconds": round(self.seconds, 3)}
 
 
-def _open(path: str):  # -> (duckdb relation reader, total rows)
+def check_loadable(path: str) -> None:
+    """Raise InputError unless ``path`` is a file ``load_messages`` can load (checked before
+    any worker starts, so a wrong file costs nothing and leaves nothing)."""
+    import duckdb
+
+    from hotshard.service.router import CHANNEL_PATTERN, check_channel
+
+    con = duckdb.connect()
+    try:
+        query, file = _query(con, path)
+        bad = con.execute(f"SELECT channel FROM ({query}) WHERE NOT regexp_matches(channel, ?) "
+                          "LIMIT 1", [file, CHANNEL_PATTERN]).fetchall()
+        if bad:
+            try:
+                check_channel(bad[0][0])
+            except InputError as e:
+                raise InputError(f"{path}: {e}") from None
+    except duckdb.Error as e:
+        raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
+    finally:
+        con.close()
+
+
+def _query(con, path: str) -> tuple[str, str]:
+    """(SQL selecting channel, user_id, size, ts_ms from the file; the file)."""
     import duckdb
 
     files, fmt = resolve_inputs([path])
-    con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     source = f"{_READERS[fmt]}(?)"
     try:
@@ -58,11 +81,23 @@ def _open(path: str):  # -> (duckdb relation reader, total rows)
     query = (f"SELECT CAST(channel_id AS VARCHAR) AS channel, {user} AS user_id, "
              f"{size} AS size, epoch_ms(CAST(timestamp AS TIMESTAMPTZ)) AS ts_ms "
              f"FROM {source} WHERE channel_id IS NOT NULL")
+    return query, files[0]
+
+
+def _open(path: str):  # -> (connection, arrow batch reader, total rows)
+    import duckdb
+
+    con = duckdb.connect()
     try:
-        total = con.execute(f"SELECT count(*) FROM ({query})", [files[0]]).fetchall()[0][0]
-        reader = con.sql(query, params=[files[0]]).to_arrow_reader(READ_BATCH_ROWS)
+        query, file = _query(con, path)
+        total = con.execute(f"SELECT count(*) FROM ({query})", [file]).fetchall()[0][0]
+        reader = con.sql(query, params=[file]).to_arrow_reader(READ_BATCH_ROWS)
     except duckdb.Error as e:
+        con.close()
         raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
+    except BaseException:
+        con.close()
+        raise
     return con, reader, int(total)
 
 

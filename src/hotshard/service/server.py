@@ -162,9 +162,9 @@ def serve(config: ServeConfig, *, on_listening: Callable[[str], None] | None = N
     from hotshard.service.gateway import create_app
 
     if config.load:
-        from hotshard.profile.count import resolve_inputs
+        from hotshard.service.load import check_loadable
 
-        resolve_inputs([config.load])  # a missing or empty file fails before anything starts
+        check_loadable(config.load)  # a wrong file fails before anything starts
     data = open_data_dir(config)
     sock = bind(config.host, config.port)
     try:
