@@ -79,6 +79,8 @@ def open_data_dir(config: ServeConfig) -> DataDir:
                          "--data directory") from None
     try:
         router = Router(config.partitioner, config.shards, **config.layout)
+        for warm in ("0", "warm-up"):  # compile the hash kernels now, not on a first request
+            router.shard_of(warm)
         record = path / LAYOUT_RECORD
         wanted = {"format": "hotshard.serve/1", "partitioner": router.name,
                   "shards": router.shards}
@@ -108,8 +110,10 @@ def bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
         raise InputError(f"cannot resolve host {host!r}: {e.strerror}") from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, kind, proto, _, address = infos[0]
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are
+    # TCP, and without it a response written in two parts waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)

@@ -1,0 +1,146 @@
+"""Which key (and read or write) each arrival carries: a function of the seed and its index.
+
+Keys come from the samplers built earlier (a profile, or a classic spec such as ``uniform:N``
+or ``zipf:0.99:1e6``). They are drawn in the schedule's blocks, block b from
+``default_rng([seed, STREAM, b])``, so arrival i's key does not depend on how many processes
+share the run. With a profile, the operation is chosen given the key (its exact mix for head
+keys, the fitted mix for the tail) and payload sizes follow the profile's size quantiles;
+``read_ratio`` overrides the mix with a flat share.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.drive.schedule import BLOCK
+from hotshard.errors import HotshardError, InputError
+
+__all__ = ["KeySource", "load_keys"]
+
+_KEY_STREAM = 0xC0DE
+_OP_STREAM = 0x0B5
+DEFAULT_READ_RATIO = 0.9  # a chat-history service: reads of recent history dominate
+DEFAULT_SIZE = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
+
+
+@dataclass
+class KeySource:
+    """Keys, read/write flags and body sizes for arrival indices.
+
+    Build with ``load_keys``; ``batch(indices)`` is cheap when indices fall in few blocks.
+    """
+
+    spec: str
+    generator: str                       # observations' key_generator: profile, uniform...
+    seed: int
+    read_ratio: float | None             # None: the profile's mix per key
+    size_quantiles: dict[str, float]
+    _sampler: Any = None
+    _profile_ops: tuple | None = None    # (read column, head cumulative, tail cumulative)
+    _cache: dict[int, tuple[list[str], NDArray[np.bool_], NDArray[np.int64]]] = field(
+        default_factory=dict)
+
+    def _block(self, block: int) -> tuple[list[str], NDArray[np.bool_], NDArray[np.int64]]:
+        cached = self._cache.get(block)
+        if cached is not None:
+            return cached
+        rng = np.random.default_rng([self.seed, _KEY_STREAM, block])
+        draws = self._sampler.sample(BLOCK, rng)
+        if hasattr(self._sampler, "ids"):
+            ids = self._sampler.ids(draws)
+            keys = [str(k) for k in (ids.tolist() if hasattr(ids, "tolist")
+                                     else ids.to_pylist())]
+        else:
+            keys = [str(k) for k in draws.tolist()]
+        op_rng = np.random.default_rng([self.seed, _OP_STREAM, block])
+        u = op_rng.random(BLOCK)
+        if self.read_ratio is not None or self._profile_ops is None:
+            ratio = DEFAULT_READ_RATIO if self.read_ratio is None else self.read_ratio
+            is_read = u < ratio
+        else:
+            read_col, head_cum, tail_cum = self._profile_ops
+            head = self._sampler.head_size
+            p_read = np.where(draws < head, head_cum[np.minimum(draws, head - 1), read_col]
+                              - (head_cum[np.minimum(draws, head - 1), read_col - 1]
+                                 if read_col else 0.0),
+                              tail_cum[read_col] - (tail_cum[read_col - 1] if read_col else 0))
+            is_read = u < p_read
+        sizes = _sizes(self.size_quantiles, op_rng.random(BLOCK))
+        if len(self._cache) > 4:
+            self._cache.clear()
+        self._cache[block] = (keys, is_read, sizes)
+        return self._cache[block]
+
+    def batch(self, indices: NDArray[np.int64]) -> tuple[list[str], NDArray[np.bool_],
+                                                           NDArray[np.int64]]:
+        """(keys, is_read, body sizes) of the given global arrival indices."""
+        indices = np.asarray(indices, dtype=np.int64)
+        keys: list[str] = []
+        reads = np.empty(indices.size, dtype=bool)
+        sizes = np.empty(indices.size, dtype=np.int64)
+        blocks = indices // BLOCK
+        for block in np.unique(blocks):
+            where = np.flatnonzero(blocks == block)
+            block_keys, block_reads, block_sizes = self._block(int(block))
+            offsets = indices[where] - int(block) * BLOCK
+            reads[where] = block_reads[offsets]
+            sizes[where] = block_sizes[offsets]
+            keys.extend(block_keys[o] for o in offsets.tolist())
+        if blocks.size and np.any(np.diff(blocks) < 0):
+            raise InputError("indices must be in increasing order")
+        return keys, reads, sizes
+
+    def describe(self) -> dict[str, Any]:
+        return {"keys": self.spec, "key_generator": self.generator, "seed": self.seed,
+                "read_ratio": self.read_ratio if self.read_ratio is not None else
+                ("by key, from the profile" if self._profile_ops else DEFAULT_READ_RATIO)}
+
+
+def _sizes(quantiles: dict[str, float], u: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Body sizes by linear interpolation of the quantiles (at least 1 byte)."""
+    qs = sorted((float(q), float(v)) for q, v in quantiles.items())
+    xp = [0.0] + [q for q, _ in qs] + [1.0]
+    fp = [1.0] + [v for _, v in qs] + [qs[-1][1]]
+    return np.maximum(1, np.interp(u, xp, fp)).astype(np.int64)
+
+
+def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> KeySource:
+    """A key source from a profile path or a distribution spec (``uniform:N``, ``zipf:S:N``,
+    ``hotspot:...``, ``latest:...``, ``scrambled_zipfian:N``).
+
+    Raises
+    ------
+    InputError
+        The spec is neither an existing profile file nor a known distribution, or
+        ``read_ratio`` is outside [0, 1].
+    """
+    if read_ratio is not None and not 0 <= read_ratio <= 1:
+        raise InputError(f"read_ratio must be in [0, 1], got {read_ratio!r}")
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("keys must be a profile file or a distribution such as uniform:1e6")
+    if os.path.exists(spec) or spec.endswith(".json"):
+        from hotshard.profile.model import Profile
+        from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
+
+        profile = Profile.load(spec)
+        sampler = from_profile(profile)
+        ops = None
+        if "read" in profile.operations and read_ratio is None:
+            names, head_cum, tail_cum = op_mix_by_key(profile)
+            ops = (names.index("read"), head_cum, tail_cum)
+        sizes = (profile.sizes or {}).get("quantiles") if isinstance(profile.sizes, dict) \
+            else None
+        return KeySource(spec, "profile", seed, read_ratio, dict(sizes or DEFAULT_SIZE),
+                         sampler, ops)
+    from hotshard.workload.generate import parse_dist
+
+    try:
+        sampler = parse_dist(spec)
+    except HotshardError as e:
+        raise InputError(f"keys {spec!r}: not a profile file, and {e}") from None
+    return KeySource(spec, spec.split(":")[0], seed, read_ratio, dict(DEFAULT_SIZE), sampler)

@@ -1,0 +1,189 @@
+"""Latency recording in HdrHistograms: mergeable across processes, never a list of samples.
+
+Three histograms per run (microseconds, 1 µs to 1 hour, 3 significant digits): latency from the
+*intended* send time (what a user waiting on the schedule saw: no coordinated omission),
+service time from the actual send, and dispatch lag (actual send minus intended: how far the
+driver itself fell behind). Per shard (from ``X-Shard`` or the partitioner) a count and a
+latency histogram. A value above the range is recorded at the top of the range and counted in
+``overflow``, never dropped. Interval histograms (one per second) feed ``--hlog``, the standard
+HdrHistogram interval log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+__all__ = ["HIGHEST_US", "Recorder", "percentiles_ms"]
+
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000
+DIGITS = 3
+MAX_TRACKED_KEYS = 1_000_000  # distinct keys are counted up to this (then: at least this)
+PERCENTILES = {"min": None, "p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0,
+               "p999": 99.9, "p9999": 99.99, "max": None}
+
+
+def _histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_US, HIGHEST_US, DIGITS)
+
+
+def percentiles_ms(hist: HdrHistogram) -> dict[str, float] | None:
+    """Observations-style latency summary in ms (None when nothing was recorded)."""
+    if hist.get_total_count() == 0:
+        return None
+    out = {}
+    for name, q in PERCENTILES.items():
+        if name == "min":
+            value = hist.get_min_value()
+        elif name == "max":
+            value = hist.get_max_value()
+        else:
+            value = hist.get_value_at_percentile(q)
+        out[name] = round(value / 1000.0, 3)
+    out["mean"] = round(min(max(hist.get_mean_value() / 1000.0, out["min"]), out["max"]), 3)
+    return out
+
+
+@dataclass
+class ShardTally:
+    requests: int = 0
+    errors: int = 0
+    latency: HdrHistogram = field(default_factory=_histogram)
+
+
+class Recorder:
+    """What one driver process measured; ``encode``/``merge`` combine processes exactly."""
+
+    def __init__(self, *, interval_s: float = 1.0) -> None:
+        self.latency = _histogram()
+        self.service = _histogram()
+        self.lag = _histogram()
+        self.shards: dict[str, ShardTally] = {}
+        self.errors: Counter[str] = Counter()
+        self.ok = 0
+        self.dropped = 0          # arrivals not sent: --max-inflight was reached
+        self.overflow = 0         # values above HIGHEST_US, recorded at the top
+        self.reads = 0
+        self.writes = 0
+        self.payload_bytes = 0
+        self.keys: set[str] = set()
+        self.interval_s = interval_s
+        self._interval = _histogram()
+        self._interval_index = 0
+        self.intervals: list[tuple[int, str]] = []  # (index, encoded) of finished intervals
+
+    def _value(self, hist: HdrHistogram, seconds: float) -> None:
+        us = max(LOWEST_US, int(seconds * 1e6))
+        if us > HIGHEST_US:
+            self.overflow += 1
+            us = HIGHEST_US
+        hist.record_value(us)
+
+    def record(self, *, intended: float, sent: float, done: float, shard: str | None,
+               error: str | None, is_read: bool, key: str, payload: int = 0) -> None:
+        """One request. Times are seconds on the driver's monotonic clock (from run start)."""
+        self.rotate(done)
+        self._value(self.latency, done - intended)
+        self._value(self._interval, done - intended)
+        self._value(self.service, done - sent)
+        self._value(self.lag, max(0.0, sent - intended))
+        if is_read:
+            self.reads += 1
+        else:
+            self.writes += 1
+            self.payload_bytes += payload
+        if len(self.keys) < MAX_TRACKED_KEYS:
+            self.keys.add(key)
+        if shard is not None:
+            tally = self.shards.get(shard)
+            if tally is None:
+                tally = self.shards[shard] = ShardTally()
+            tally.requests += 1
+            self._value(tally.latency, done - intended)
+            if error:
+                tally.errors += 1
+        if error:
+            self.errors[error] += 1
+        else:
+            self.ok += 1
+
+    def drop(self, intended: float) -> None:
+        """An arrival that was not sent because too many were in flight (counted, as k6)."""
+        self.rotate(intended)
+        self.dropped += 1
+
+    def rotate(self, now: float) -> None:
+        """Close the interval histograms that ended before ``now``."""
+        index = int(now // self.interval_s)
+        if index > self._interval_index:
+            if self._interval.get_total_count():
+                self.intervals.append((self._interval_index, self._encoded(self._interval)))
+            self._interval = _histogram()
+            self._interval_index = index
+
+    @staticmethod
+    def _encoded(hist: HdrHistogram) -> str:
+        raw = hist.encode()
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def finish(self) -> None:
+        if self._interval.get_total_count():
+            self.intervals.append((self._interval_index, self._encoded(self._interval)))
+            self._interval = _histogram()
+
+    @property
+    def completed(self) -> int:
+        return self.ok + sum(self.errors.values())
+
+    # -- across processes ----------------------------------------------------------------------
+    def encode(self) -> dict[str, Any]:
+        """A picklable, JSON-able snapshot (histograms in HdrHistogram's compressed form)."""
+        self.finish()
+        return {"latency": self._encoded(self.latency), "service": self._encoded(self.service),
+                "lag": self._encoded(self.lag),
+                "shards": {s: [t.requests, t.errors, self._encoded(t.latency)]
+                           for s, t in self.shards.items()},
+                "errors": dict(self.errors), "ok": self.ok, "dropped": self.dropped,
+                "overflow": self.overflow, "reads": self.reads, "writes": self.writes,
+                "payload_bytes": self.payload_bytes, "keys": sorted(self.keys),
+                "intervals": self.intervals, "interval_s": self.interval_s}
+
+    def merge(self, encoded: dict[str, Any]) -> None:
+        """Add another process's ``encode()`` into this recorder."""
+        for name in ("latency", "service", "lag"):
+            getattr(self, name).decode_and_add(encoded[name])
+        for shard, (requests, errors, hist) in encoded["shards"].items():
+            tally = self.shards.setdefault(shard, ShardTally())
+            tally.requests += requests
+            tally.errors += errors
+            tally.latency.decode_and_add(hist)
+        self.errors.update(encoded["errors"])
+        for name in ("ok", "dropped", "overflow", "reads", "writes", "payload_bytes"):
+            setattr(self, name, getattr(self, name) + encoded[name])
+        self.keys.update(encoded["keys"])
+        self.intervals.extend((int(i), h) for i, h in encoded["intervals"])
+
+    def merged_intervals(self) -> list[tuple[int, HdrHistogram]]:
+        """One histogram per interval index, every process's added together, in order."""
+        by_index: dict[int, HdrHistogram] = {}
+        for index, encoded in self.intervals:
+            by_index.setdefault(index, _histogram()).decode_and_add(encoded)
+        return sorted(by_index.items())
+
+    def write_hlog(self, path: str, start_epoch: float) -> None:
+        """The HdrHistogram interval log (latency from intended time, in ms units)."""
+        from hdrh.log import HistogramLogWriter
+
+        with open(path, "w") as f:
+            writer = HistogramLogWriter(f)
+            writer.output_comment("hotshard drive: latency from intended send time, us")
+            writer.output_log_format_version()
+            writer.output_start_time(start_epoch * 1000.0)
+            writer.output_legend()
+            for index, hist in self.merged_intervals():
+                start = index * self.interval_s
+                writer.output_interval_histogram(hist, start, start + self.interval_s)

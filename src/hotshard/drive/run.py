@@ -1,0 +1,352 @@
+"""Run a drive: open loop (arrivals on the schedule, each sent when due whether or not earlier
+ones returned) or closed loop (U users, each waiting for its answer), in one or K processes.
+
+Latency is measured from each request's *intended* time, so a stall counts for every request
+scheduled during it (no coordinated omission); service time from the actual send; dispatch
+lag is how late the driver sent. Time is injected: the loop's monotonic clock in production,
+and every process of a run starts at one agreed wall-clock instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hotshard.drive.keys import KeySource, load_keys
+from hotshard.drive.record import Recorder
+from hotshard.drive.schedule import BLOCK, Schedule
+from hotshard.drive.transport import HttpTarget, TransportError
+from hotshard.errors import HotshardError, InputError
+
+__all__ = ["DriveConfig", "DriveResult", "drive"]
+
+START_LEAD_S = 0.5     # processes agree on a start this far ahead
+DRAIN_S = 30.0         # after the schedule ends, wait this long for requests still out
+
+
+@dataclass(frozen=True)
+class DriveConfig:
+    """Everything a run needs; picklable, so every process rebuilds its own state from it."""
+
+    url: str
+    keys: str
+    rate: float = 100.0
+    duration: float = 10.0
+    arrivals: str = "poisson"
+    ramp: float = 0.0
+    seed: int = 0
+    read_ratio: float | None = None
+    read: str = "GET /channels/{key}/messages?limit=50"
+    write: str = "POST /channels/{key}/messages"
+    max_inflight: int = 10_000
+    processes: int = 1
+    closed_users: int | None = None
+    timeout: float = 30.0
+    partitioner: tuple[str, int] | None = None  # client-side shard breakdown (name, shards)
+
+    def __post_init__(self) -> None:
+        if self.max_inflight < 1:
+            raise InputError(f"max_inflight must be >= 1, got {self.max_inflight}")
+        if self.processes < 1:
+            raise InputError(f"processes must be >= 1, got {self.processes}")
+        if self.closed_users is not None and self.closed_users < 1:
+            raise InputError(f"closed users must be >= 1, got {self.closed_users}")
+        if self.timeout <= 0:
+            raise InputError(f"timeout must be > 0 s, got {self.timeout}")
+        self.schedule()  # validates rate, duration, arrivals, ramp
+
+    def schedule(self) -> Schedule:
+        return Schedule(self.rate, self.duration, self.arrivals, self.ramp, self.seed)
+
+    @property
+    def model(self) -> str:
+        return "open" if self.closed_users is None else "closed"
+
+
+@dataclass
+class DriveResult:
+    """A finished (or interrupted) run: the merged recorder and what the run was."""
+
+    config: DriveConfig
+    recorder: Recorder
+    wall_s: float
+    sent: int
+    start_epoch: float
+    key_generator: str
+    interrupted: bool = False
+    server_stats: tuple[dict | None, dict | None] = (None, None)
+    notes: list[str] = field(default_factory=list)
+
+
+class _Shards:
+    """Client-side shard of a key, when the service does not say (X-Shard)."""
+
+    def __init__(self, spec: tuple[str, int] | None) -> None:
+        self.router = None
+        if spec is not None:
+            from hotshard.service.router import Router
+
+            self.router = Router(spec[0], spec[1])
+
+    def of(self, key: str, header: str | None) -> str | None:
+        if header is not None:
+            return header
+        return str(self.router.shard_of(key)) if self.router is not None else None
+
+
+async def _one(target: HttpTarget, recorder: Recorder, shards: _Shards, data: bytes, key: str,
+               is_read: bool, intended: float, clock: Callable[[], float], state: dict) -> None:
+    sent = clock()
+    try:
+        status, header = await target.send(data)
+        error = None if 200 <= status < 400 else f"http {status}"
+    except TransportError as e:
+        header, error = None, e.kind
+    done = clock()
+    state["inflight"] -= 1
+    recorder.record(intended=intended, sent=sent, done=done, shard=shards.of(key, header),
+                    error=error, is_read=is_read, key=key, payload=len(data))
+
+
+async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target: HttpTarget,
+                     recorder: Recorder, start_epoch: float, stop: Any,
+                     progress: Callable[[dict], None] | None) -> int:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time() + (start_epoch - time.time())
+
+    def clock() -> float:
+        return loop.time() - t0
+
+    shards = _Shards(config.partitioner)
+    state = {"inflight": 0}
+    tasks: set[asyncio.Task] = set()
+    sent = 0
+    next_report = 0.5
+    for indices, times in config.schedule().for_process(process, config.processes):
+        batch_keys, reads, sizes = keys.batch(indices)
+        for j in range(indices.size):
+            due = float(times[j])
+            delay = due - clock()
+            if delay > 0.0005:
+                await asyncio.sleep(delay)
+            if stop.is_set():
+                return sent
+            if state["inflight"] >= config.max_inflight:
+                recorder.drop(due)
+                continue
+            key = batch_keys[j]
+            data = target.build(bool(reads[j]), key, int(sizes[j]), int(indices[j]))
+            state["inflight"] += 1
+            task = loop.create_task(_one(target, recorder, shards, data, key, bool(reads[j]),
+                                         due, clock, state))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            sent += 1
+            if progress is not None and due >= next_report:
+                next_report = due + 0.5
+                progress({"t": due, "sent": sent, "inflight": state["inflight"],
+                          "recorder": recorder})
+    if tasks:
+        await asyncio.wait(tasks, timeout=DRAIN_S)
+    return sent
+
+
+async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, target: HttpTarget,
+                       recorder: Recorder, start_epoch: float, stop: Any,
+                       progress: Callable[[dict], None] | None) -> int:
+    """U users (split over processes), each sending its next request when the last returns;
+    latency from the actual send, as a closed-loop tool reports it."""
+    loop = asyncio.get_running_loop()
+    t0 = loop.time() + (start_epoch - time.time())
+
+    def clock() -> float:
+        return loop.time() - t0
+
+    await asyncio.sleep(max(0.0, -clock()))
+    shards = _Shards(config.partitioner)
+    users = [u for u in range(config.closed_users or 1) if u % config.processes == process]
+    counter = {"sent": 0}
+    state = {"inflight": 0}
+
+    async def user(u: int) -> None:
+        n = 0
+        while clock() < config.duration and not stop.is_set():
+            index = (n * (config.closed_users or 1) + u)  # a user's own arrival sequence
+            n += 1
+            block_keys, reads, sizes = keys._block(index // BLOCK)
+            j = index % BLOCK
+            key = block_keys[j]
+            data = target.build(bool(reads[j]), key, int(sizes[j]), index)
+            state["inflight"] += 1
+            counter["sent"] += 1
+            await _one(target, recorder, shards, data, key, bool(reads[j]), clock(), clock,
+                       state)
+
+    async def report() -> None:
+        while progress is not None:
+            await asyncio.sleep(0.5)
+            progress({"t": clock(), "sent": counter["sent"], "inflight": state["inflight"],
+                      "recorder": recorder})
+
+    reporter = asyncio.create_task(report())
+    await asyncio.gather(*(user(u) for u in users))
+    reporter.cancel()
+    return counter["sent"]
+
+
+class _LocalStop:
+    def __init__(self) -> None:
+        self.flag = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        self.flag = True
+
+
+async def _run_process(config: DriveConfig, process: int, start_epoch: float, stop: Any,
+                       progress: Callable[[dict], None] | None) -> tuple[dict, int]:
+    keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+    target = HttpTarget(config.url, read=config.read, write=config.write,
+                        timeout=config.timeout)
+    recorder = Recorder()
+    loop_fn = _open_loop if config.closed_users is None else _closed_loop
+    try:
+        sent = await loop_fn(config, process, keys, target, recorder, start_epoch, stop,
+                             progress)
+    finally:
+        target.close()
+    return recorder.encode(), sent
+
+
+def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: Any) -> None:
+    """One driver process: get ready (imports, keys, first block), say so, wait for the
+    agreed start instant, run its share."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    try:
+        load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)._block(0)
+        results.put(("ready", process))
+        while start.value == 0.0 and not stop.is_set():
+            time.sleep(0.01)
+        encoded, sent = asyncio.run(_run_process(config, process, start.value, stop, None))
+        results.put((process, encoded, sent, None))
+    except Exception as e:  # reported by the parent as one line
+        results.put((process, None, 0, f"{type(e).__name__}: {e}"))
+
+
+def _stats(url: str) -> dict | None:
+    """The reference service's /stats, when the target is `hotshard serve` (else None)."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=5) as r:
+            doc = json.loads(r.read())
+        return doc if isinstance(doc, dict) and "shards" in doc else None
+    except (OSError, ValueError):
+        return None
+
+
+def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
+          ) -> DriveResult:
+    """Run the drive; Ctrl-C stops it early and still returns what was measured.
+
+    Raises
+    ------
+    InputError
+        The target is unreachable (checked before the run starts) or the keys are bad.
+    """
+    keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+    target = HttpTarget(config.url, read=config.read, write=config.write,
+                        timeout=config.timeout)
+
+    async def reachable() -> None:
+        await target.check()
+        target.close()
+
+    asyncio.run(reachable())
+    if config.partitioner is not None:
+        _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
+    before = _stats(config.url)
+    start_epoch = time.time() + START_LEAD_S
+    recorder = Recorder()
+    interrupted = False
+    sent = 0
+    if config.processes == 1:
+        stop = _LocalStop()
+
+        async def main() -> tuple[dict, int]:
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGINT, stop.set)
+            try:
+                return await _run_process(config, 0, start_epoch, stop, progress)
+            finally:
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(signal.SIGINT)
+
+        encoded, sent = asyncio.run(main())
+        recorder.merge(encoded)
+        interrupted = stop.is_set()
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        stop = ctx.Event()
+        start = ctx.Value("d", 0.0)
+        results = ctx.Queue()
+        children = [ctx.Process(target=_child, args=(config, k, start, stop, results),
+                                daemon=True) for k in range(config.processes)]
+        for child in children:
+            child.start()
+        got: dict[int, tuple] = {}
+        ready = 0
+        try:
+            while len(got) < len(children):
+                try:
+                    message = results.get(timeout=0.5)
+                    if message[0] == "ready":
+                        ready += 1
+                        if ready == len(children):  # all imported and loaded: go together
+                            start_epoch = time.time() + 0.2
+                            start.value = start_epoch
+                        continue
+                    process, encoded, n, error = message
+                    got[process] = (encoded, n, error)
+                except Exception:  # queue.Empty: check the children are alive
+                    if all(not c.is_alive() for c in children) and results.empty():
+                        break
+                    if progress is not None:
+                        progress({"t": time.time() - start_epoch, "sent": None,
+                                  "inflight": None, "recorder": None})
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            while len(got) < len(children):
+                message = results.get(timeout=DRAIN_S + 10)
+                if message[0] != "ready":
+                    process, encoded, n, error = message
+                    got[process] = (encoded, n, error)
+        for child in children:
+            child.join(5)
+        errors = [e for _, _, e in got.values() if e]
+        if errors or len(got) < len(children):
+            raise HotshardError(f"a driver process failed: {errors[0] if errors else 'died'}")
+        for encoded, n, _ in got.values():
+            recorder.merge(encoded)
+            sent += n
+    wall = max(1e-9, min(time.time() - start_epoch, config.duration)
+               if not interrupted else time.time() - start_epoch)
+    after = _stats(config.url)
+    return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
+                       interrupted, (before, after))
+
+
+def default_processes() -> int:
+    return max(1, (os.cpu_count() or 1) - 1)
