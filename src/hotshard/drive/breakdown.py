@@ -50,10 +50,12 @@ def driver_warnings(result: DriveResult) -> list[str]:
     rec = result.recorder
     config = result.config
     if config.model == "open" and not result.interrupted:
-        expected = config.schedule().expected
-        if result.sent + rec.dropped < (1 - RATE_SHORTFALL) * expected * 0.98:
-            out.append(f"the driver sent {result.sent:,} of ~{expected:,.0f} scheduled "
-                       "requests: it could not keep up (add --processes)")
+        scheduled, last_due = config.schedule().extent()
+        behind = rec.last_sent - last_due
+        if result.sent + rec.dropped < scheduled or behind > RATE_SHORTFALL * config.duration:
+            out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled requests "
+                       f"and finished sending {max(0.0, behind):.2f} s late: its achieved "
+                       "rate was below target (add --processes or lower --rps)")
         lag_p99 = rec.lag.get_value_at_percentile(99) / 1000.0 if rec.lag.get_total_count() \
             else 0.0
         if lag_p99 > LAG_WARN_MS:

@@ -71,6 +71,7 @@ class Recorder:
         self.writes = 0
         self.payload_bytes = 0
         self.keys: set[str] = set()
+        self.last_sent = 0.0      # latest actual send, seconds from start
         self.interval_s = interval_s
         self._interval = _histogram()
         self._interval_index = 0
@@ -87,6 +88,7 @@ class Recorder:
                error: str | None, is_read: bool, key: str, payload: int = 0) -> None:
         """One request. Times are seconds on the driver's monotonic clock (from run start)."""
         self.rotate(done)
+        self.last_sent = max(self.last_sent, sent)
         self._value(self.latency, done - intended)
         self._value(self._interval, done - intended)
         self._value(self.service, done - sent)
@@ -150,6 +152,7 @@ class Recorder:
                 "errors": dict(self.errors), "ok": self.ok, "dropped": self.dropped,
                 "overflow": self.overflow, "reads": self.reads, "writes": self.writes,
                 "payload_bytes": self.payload_bytes, "keys": sorted(self.keys),
+                "last_sent": self.last_sent,
                 "intervals": self.intervals, "interval_s": self.interval_s}
 
     def merge(self, encoded: dict[str, Any]) -> None:
@@ -165,6 +168,7 @@ class Recorder:
         for name in ("ok", "dropped", "overflow", "reads", "writes", "payload_bytes"):
             setattr(self, name, getattr(self, name) + encoded[name])
         self.keys.update(encoded["keys"])
+        self.last_sent = max(self.last_sent, encoded["last_sent"])
         self.intervals.extend((int(i), h) for i, h in encoded["intervals"])
 
     def merged_intervals(self) -> list[tuple[int, HdrHistogram]]:
@@ -176,13 +180,20 @@ class Recorder:
 
     def write_hlog(self, path: str, start_epoch: float) -> None:
         """The HdrHistogram interval log (latency from intended time, in ms units)."""
+        import datetime
+
         from hdrh.log import HistogramLogWriter
 
-        with open(path, "w") as f:
+        from hotshard._atomic import atomic_write
+
+        with atomic_write(path) as f:
             writer = HistogramLogWriter(f)
             writer.output_comment("hotshard drive: latency from intended send time, us")
             writer.output_log_format_version()
-            writer.output_start_time(start_epoch * 1000.0)
+            # written here: hdrh's output_start_time mistakes ms for s and calls a missing method
+            when = datetime.datetime.fromtimestamp(start_epoch, datetime.UTC).isoformat(" ")
+            f.write(f"#[StartTime: {start_epoch:.3f} (seconds since epoch), {when}]\n")
+            f.write(f"#[BaseTime: {start_epoch:.3f} (seconds since epoch)]\n")
             writer.output_legend()
             for index, hist in self.merged_intervals():
                 start = index * self.interval_s

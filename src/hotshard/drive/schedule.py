@@ -103,6 +103,14 @@ class Schedule:
             yield first, times
             block += 1
 
+    def extent(self) -> tuple[int, float]:
+        """(exact number of arrivals, time of the last one) for this seed."""
+        count, last = 0, 0.0
+        for _, times in self.blocks():
+            count += times.size
+            last = float(times[-1])
+        return count, last
+
     def for_process(self, process: int = 0, processes: int = 1
                     ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.float64]]]:
         """(global arrival indices, times) of this process's share: every ``processes``-th

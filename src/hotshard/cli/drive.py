@@ -1,0 +1,164 @@
+"""`hotshard drive`: open-loop load with honest latency, per-shard breakdown, observations."""
+
+from __future__ import annotations
+
+import click
+
+from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
+
+
+@click.command()
+@click.argument("url")
+@click.option("--keys", "keys_spec", required=True, metavar="PROFILE|SPEC",
+              help="Where keys come from: a profile (hotshard profile output), or uniform:N, "
+                   "zipf:S:N, hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], "
+                   "scrambled_zipfian:N.")
+@click.option("--rps", type=click.FloatRange(min=0, min_open=True), metavar="R",
+              help="Target requests per second (open loop) [required unless --closed].")
+@click.option("--duration", type=Seconds(), default=10.0, show_default=True,
+              help="Length of the run (90s, 15m, 1h); includes --ramp.")
+@click.option("--arrivals", type=click.Choice(["poisson", "constant"]), default="poisson",
+              show_default=True, help="Arrival process: independent users, or evenly spaced.")
+@click.option("--ramp", type=Seconds(), default=None,
+              help="Grow the rate linearly from 0 over this long first.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of arrival times, keys and operations (same seed, same requests, "
+                   "whatever --processes).")
+@click.option("--read-ratio", type=click.FloatRange(0, 1),
+              help="Share of reads [default: per key from a profile's operations, else 0.9].")
+@click.option("--read", "read_template", default="GET /channels/{key}/messages?limit=50",
+              show_default=True, help="Request template of a read ({key} is replaced).")
+@click.option("--write", "write_template", default="POST /channels/{key}/messages",
+              show_default=True, help="Request template of a write (a JSON {user, body} of the "
+                                      "profile's payload size is sent).")
+@click.option("--max-inflight", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Arrivals beyond this many outstanding requests are dropped and counted.")
+@click.option("--processes", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Driver processes; each takes every K-th arrival.")
+@click.option("--closed", "closed_users", type=click.IntRange(min=1), metavar="USERS",
+              help="Closed loop instead: USERS virtual users, each waiting for its answer "
+                   "(the classic model; under-reports stalls, for comparison).")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
+              help="Per-shard breakdown by this partitioner when the target sends no X-Shard.")
+@click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards, with --partitioner.")
+@click.option("--timeout", type=Seconds(), default=30.0, show_default=True,
+              help="A request slower than this counts as a timeout error.")
+@click.option("--label", default="load test", show_default=True,
+              help="The observations' label (what was observed).")
+@click.option("-o", "--output", metavar="OBS.json",
+              help="Write hotshard.observations/1 JSON here.")
+@click.option("--hlog", metavar="FILE",
+              help="Write the HdrHistogram interval log (latency from intended time).")
+@click.option("--json", "as_json", is_flag=True, help="Print the observations JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No live progress.")
+def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_template,
+          write_template, max_inflight, processes, closed_users, partitioner, shards, timeout,
+          label, output, hlog, as_json, quiet):
+    """Drive load at URL on an absolute schedule, measuring latency honestly.
+
+    Open loop (default): each request is sent at its scheduled time whether or not earlier
+    ones returned; latency is measured from that scheduled time (so a stall counts for every
+    request scheduled during it: no coordinated omission), service time from the actual send,
+    and dispatch lag (how late the driver sent) is reported, with a warning when the driver
+    itself was the bottleneck. Per shard: from the X-Shard header, or --partitioner; CPU per
+    shard from /stats when the target is `hotshard serve`.
+
+    \b
+    Examples:
+      hotshard drive http://127.0.0.1:8080 --keys examples/incident.profile.json \\
+          --rps 200 --duration 30s -o prod-like.json
+      hotshard drive http://127.0.0.1:8080 --keys uniform:300000 --rps 200 -o uniform.json
+      hotshard drive http://127.0.0.1:8080 --keys uniform:1000 --closed 10 --duration 30s
+      hotshard drive http://host:9000 --keys zipf:0.99:1e6 --rps 5000 --processes 2 \\
+          --read 'GET /kv/{key}' --write 'PUT /kv/{key}' -p cassandra -n 12
+    """
+    import json
+
+    from hotshard.cli._console import note, warn, write_json
+    from hotshard.errors import HotshardError
+
+    if closed_users is None and rps is None:
+        raise click.UsageError("give --rps R (open loop) or --closed USERS")
+    if closed_users is not None and (rps is not None or ramp):
+        raise click.UsageError("--closed runs USERS clients as fast as they get answers: "
+                               "give no --rps or --ramp with it")
+    if partitioner is not None and shards is None:
+        raise click.UsageError("--partitioner needs --shards N")
+    if shards is not None and partitioner is None:
+        raise click.UsageError("--shards needs --partitioner P")
+    from hotshard._atomic import check_writable
+
+    for path in (output, hlog):
+        if path:
+            check_writable(path)
+    from hotshard.drive.breakdown import driver_warnings, summary, to_observations
+    from hotshard.drive.run import DriveConfig
+    from hotshard.drive.run import drive as run_drive
+
+    try:
+        config = DriveConfig(url=url, keys=keys_spec, rate=rps or 1.0, duration=duration,
+                             arrivals=arrivals, ramp=ramp or 0.0, seed=seed,
+                             read_ratio=read_ratio, read=read_template, write=write_template,
+                             max_inflight=max_inflight, processes=processes,
+                             closed_users=closed_users, timeout=timeout,
+                             partitioner=(partitioner, shards) if partitioner else None)
+    except HotshardError as e:
+        raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
+    live = _Live(enabled=not quiet and not as_json)
+    with live:
+        result = run_drive(config, progress=live.update if live.enabled else None)
+    observations = to_observations(result, label)
+    if result.interrupted:
+        note("interrupted: the results cover the run until Ctrl-C")
+    if as_json:
+        click.echo(json.dumps(observations.to_dict(), indent=2))
+    else:
+        for line in summary(result, observations):
+            click.echo(line)
+    for message in driver_warnings(result):
+        warn(message)
+    if output:
+        write_json(output, observations.to_dict())
+        note(f"wrote {output}")
+    if hlog:
+        result.recorder.write_hlog(hlog, result.start_epoch)
+        note(f"wrote {hlog} (HdrHistogram interval log)")
+
+
+class _Live:
+    """Rate, in-flight, p99 so far and errors on stderr, twice a second (terminal only)."""
+
+    def __init__(self, enabled: bool) -> None:
+        import sys
+
+        self.enabled = enabled and sys.stderr.isatty()
+        self._live = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live("", console=Console(stderr=True), transient=True,
+                              refresh_per_second=4)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def update(self, state: dict) -> None:
+        if self._live is None:
+            return
+        rec = state.get("recorder")
+        t = max(state["t"], 1e-9)
+        if rec is None:
+            self._live.update(f"running {t:.0f} s (several processes: totals at the end)")
+            return
+        p99 = rec.latency.get_value_at_percentile(99) / 1000 if rec.latency.get_total_count() \
+            else 0.0
+        errors = sum(rec.errors.values())
+        self._live.update(f"{t:6.1f} s  sent {state['sent']:,} ({state['sent'] / t:,.0f}/s)"
+                          f"  in flight {state['inflight']:,}  p99 so far {p99:,.1f} ms"
+                          f"  errors {errors:,}  dropped {rec.dropped:,}")

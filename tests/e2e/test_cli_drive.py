@@ -1,0 +1,95 @@
+"""`hotshard drive` as a user runs it: against `hotshard serve`, and with wrong inputs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hotshard import observations
+from tests.conftest import ROOT, run_cli
+from tests.service._traffic import serve
+
+PROFILE = str(ROOT / "examples" / "incident-event.profile.json")
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory):
+    with serve(tmp_path_factory.mktemp("drive") / "data", "--shards", "4") as service:
+        yield service
+
+
+def test_drive_against_serve_writes_observations_with_the_hot_shard(svc, tmp_path):
+    out, hlog = tmp_path / "obs.json", tmp_path / "run.hlog"
+    r = run_cli("drive", svc.url, "--keys", PROFILE, "--rps", "150", "--duration", "3s",
+                "--seed", "4", "-o", str(out), "--hlog", str(hlog), "--label", "profile test")
+    assert r.returncode == 0, r.stderr
+    assert "latency (intended)" in r.stdout and "dispatch lag" in r.stdout
+    obs = observations.load(out)
+    assert obs.label == "profile test" and obs.model == "open"
+    assert obs.key_generator == "profile" and obs.rate_rps == 150
+    assert obs.latency_ms.p99 >= obs.latency_ms.p50 > 0
+    drive = obs.extra["drive"]
+    assert drive["completed"] == drive["sent"] == sum(s.requests for s in obs.shards)
+    # the hot channel's shard, as `hotshard predict` names it, carries the most requests
+    predicted = run_cli("predict", PROFILE, "-p", "kafka", "-n", "4", "--json")
+    hottest = json.loads(predicted.stdout)["hottest"]["shard"]
+    busiest = max(obs.shards, key=lambda s: s.requests)
+    assert busiest.id == str(hottest)
+    assert all(s.cpu is not None for s in obs.shards)  # from /stats of hotshard serve
+    text = hlog.read_text()
+    assert "#[StartTime:" in text and text.count("HISTFAAA") >= 2
+
+
+def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
+    shards = []
+    for processes in ("1", "2"):
+        out = tmp_path / f"p{processes}.json"
+        r = run_cli("drive", svc.url, "--keys", "zipf:1.1:500", "--rps", "100", "--duration",
+                    "2s", "--seed", "9", "--processes", processes, "-q", "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        shards.append(Counter({s.id: s.requests for s in observations.load(out).shards}))
+    assert shards[0] == shards[1]
+
+
+def test_closed_loop_is_labelled_closed(svc, tmp_path):
+    out = tmp_path / "closed.json"
+    r = run_cli("drive", svc.url, "--keys", "uniform:100", "--closed", "4", "--duration", "2s",
+                "-q", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    obs = observations.load(out)
+    assert obs.model == "closed" and obs.rate_rps is None and obs.achieved_rps > 0
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["http://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10"], "cannot reach"),
+    (["{url}", "--keys", "nope:3", "--rps", "10"], "unknown distribution"),
+    (["{url}", "--keys", "missing.json", "--rps", "10"], "no such profile"),
+    (["{url}", "--keys", "uniform:10", "--rps", "0"], "--rps"),
+    (["{url}", "--keys", "uniform:10", "--rps", "-5"], "--rps"),
+    (["{url}", "--keys", "uniform:10"], "--rps R"),
+    (["{url}", "--keys", "uniform:10", "--closed", "3", "--rps", "5"], "--closed"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "--read", "GET /x"], "no {key}"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "--write", "FETCH /{key}"], "METHOD"),
+    (["notaurl", "--keys", "uniform:10", "--rps", "5"], "http://"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "--duration", "0"], "--duration"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "--ramp", "1m", "--duration", "10s"],
+     "ramp"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "-p", "kafka"], "--shards"),
+    (["{url}", "--keys", "uniform:10", "--rps", "5", "-o", "/no/such/dir/o.json"],
+     "does not exist"),
+])
+def test_wrong_inputs_are_one_line_errors(svc, args, words):
+    r = run_cli("drive", *[a.replace("{url}", svc.url) for a in args])
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_output_is_left_when_the_target_is_unreachable(tmp_path):
+    out = tmp_path / "obs.json"
+    r = run_cli("drive", "http://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10",
+                "-o", str(out))
+    assert r.returncode == 2 and not Path(out).exists()
