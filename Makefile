@@ -1,7 +1,7 @@
 # Two set-up commands: `make demo` and `make test`. Both work on a fresh machine.
 #
-#   make demo     install hotshard + the plot and serve extras (what `hotshard demo`,
-#                 `inspect --plot` and `hotshard serve` use)
+#   make demo     install hotshard + the plot, serve and drive extras (what `hotshard demo`,
+#                 `inspect --plot`, `hotshard serve` and `hotshard drive` use)
 #   make test     also the spark extra (+ a JRE via apt if `java` is missing) and the dev tools,
 #                 then ruff and the whole test suite
 #   make bench    also the bench extra, then the benchmarks
@@ -20,7 +20,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java venv-rebuild clean
+.PHONY: demo test install install-test lint bench lock java wrk venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which
@@ -33,15 +33,15 @@ venv-rebuild:
 	$(PIP) install -q --upgrade pip
 
 $(STAMP)-run: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,serve]'
+	$(PIP) install -q $(PIN) -e '.[plot,serve,drive]'
 	@touch $@
 
 $(STAMP)-test: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,dev]'
+	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,drive,locust,dev]'
 	@touch $@
 
 $(STAMP)-bench: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,dev,bench]'
+	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,drive,locust,dev,bench]'
 	@touch $@
 
 # pyspark (tests/profile/test_spark.py runs a real local Spark) needs a JVM.
@@ -50,6 +50,13 @@ java:
 	  echo "java not found: installing default-jre-headless (needed by pyspark) via apt"; \
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless; }
+
+# benchmarks/bench_drive.py compares the driver with wrk (Debian package `wrk`).
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "wrk not found: installing it via apt (bench_drive.py's native baseline)"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }
 
 install: $(STAMP)-run
 
@@ -65,7 +72,7 @@ test: install-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
-bench: java $(STAMP)-bench
+bench: java wrk $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_profile.py
 	$(BIN)/python benchmarks/bench_sampler.py
@@ -73,6 +80,7 @@ bench: java $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_drive.py
 
 lock:
 	{ echo "# Versions the test suite was run with (pip freeze of $(VENV); hotshard excluded)."; \

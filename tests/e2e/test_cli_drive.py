@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -93,3 +97,33 @@ def test_no_output_is_left_when_the_target_is_unreachable(tmp_path):
     r = run_cli("drive", "http://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10",
                 "-o", str(out))
     assert r.returncode == 2 and not Path(out).exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_ends_the_run_and_still_writes_the_results(svc, tmp_path, signum):
+    out = tmp_path / "obs.json"
+
+    def served() -> int:
+        return sum(s["requests"] for s in svc.stats()["shards"])
+
+    before = served()
+    proc = subprocess.Popen([sys.executable, "-m", "hotshard", "drive", svc.url, "--keys",
+                             "uniform:10", "--rps", "50", "--duration", "60s", "-q", "-o",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while served() - before < 20:  # the run is under way
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "interrupted" in err
+    obs = observations.load(out)
+    assert obs.extra["drive"]["interrupted"] is True
+    assert obs.extra["drive"]["completed"] >= 20

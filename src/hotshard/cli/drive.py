@@ -72,11 +72,15 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
       hotshard drive http://host:9000 --keys zipf:0.99:1e6 --rps 5000 --processes 2 \\
           --read 'GET /kv/{key}' --write 'PUT /kv/{key}' -p cassandra -n 12
     """
+    import importlib.util
     import json
 
     from hotshard.cli._console import note, warn, write_json
     from hotshard.errors import HotshardError
 
+    if importlib.util.find_spec("hdrh") is None:
+        raise HotshardError("hotshard drive needs hdrhistogram: pip install 'hotshard[drive]' "
+                            "(make demo installs it)")
     if closed_users is None and rps is None:
         raise click.UsageError("give --rps R (open loop) or --closed USERS")
     if closed_users is not None and (rps is not None or ramp):

@@ -285,13 +285,15 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
 
         async def main() -> tuple[dict, int]:
             loop = asyncio.get_running_loop()
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signal.SIGINT, stop.set)
+            for signum in (signal.SIGINT, signal.SIGTERM):  # stop early, keep the results
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(signum, stop.set)
             try:
                 return await _run_process(config, 0, start_epoch, stop, progress)
             finally:
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(signal.SIGINT)
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                        loop.remove_signal_handler(signum)
 
         encoded, sent = asyncio.run(main())
         recorder.merge(encoded)
