@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                  "Queueing model of the sharded service: per-shard CPU and latency."),
     "serve": ("hotshard.cli.serve", "serve",
               "The reference sharded chat-history service (HTTP)."),
+    "cluster": ("hotshard.cli.cluster", "cluster",
+                "A local Redis Cluster: up, status, down."),
     "drive": ("hotshard.cli.drive", "drive",
               "Open-loop HTTP load with honest latency, per shard."),
     "demo": ("hotshard.cli.demo", "demo",

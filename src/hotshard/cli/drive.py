@@ -26,11 +26,14 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
                    "whatever --processes).")
 @click.option("--read-ratio", type=click.FloatRange(0, 1),
               help="Share of reads [default: per key from a profile's operations, else 0.9].")
-@click.option("--read", "read_template", default="GET /channels/{key}/messages?limit=50",
-              show_default=True, help="Request template of a read ({key} is replaced).")
-@click.option("--write", "write_template", default="POST /channels/{key}/messages",
-              show_default=True, help="Request template of a write (a JSON {user, body} of the "
-                                      "profile's payload size is sent).")
+@click.option("--read", "read_template", metavar="TEMPLATE",
+              help="A read, {key} replaced by the key [default: GET "
+                   "/channels/{key}/messages?limit=50; on Redis: XREVRANGE chat:{{key}} + - "
+                   "COUNT 50].")
+@click.option("--write", "write_template", metavar="TEMPLATE",
+              help="A write [default: POST /channels/{key}/messages with a JSON {user, body} "
+                   "of the profile's payload size; on Redis: XADD chat:{{key}} MAXLEN ~ 1000 * "
+                   "user u body {body}].")
 @click.option("--max-inflight", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="Arrivals beyond this many outstanding requests are dropped and counted.")
 @click.option("--processes", type=click.IntRange(1, 64), default=1, show_default=True,
@@ -54,7 +57,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
 def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_template,
           write_template, max_inflight, processes, closed_users, partitioner, shards, timeout,
           label, output, hlog, as_json, quiet):
-    """Drive load at URL on an absolute schedule, measuring latency honestly.
+    """Drive load at URL (http://, https://, or redis-cluster://HOST:PORT) on an absolute
+    schedule, measuring latency honestly.
 
     Open loop (default): each request is sent at its scheduled time whether or not earlier
     ones returned; latency is measured from that scheduled time (so a stall counts for every
@@ -69,6 +73,7 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
           --rps 200 --duration 30s -o prod-like.json
       hotshard drive http://127.0.0.1:8080 --keys uniform:300000 --rps 200 -o uniform.json
       hotshard drive http://127.0.0.1:8080 --keys uniform:1000 --closed 10 --duration 30s
+      hotshard drive redis-cluster://127.0.0.1:7000 --keys profile.json --rps 2000
       hotshard drive http://host:9000 --keys zipf:0.99:1e6 --rps 5000 --processes 2 \\
           --read 'GET /kv/{key}' --write 'PUT /kv/{key}' -p cassandra -n 12
     """

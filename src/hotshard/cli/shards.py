@@ -92,9 +92,15 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
               help="What if this fraction of hot-key reads merged with an in-flight one?")
 @click.option("--hot-keys", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many top keys --cache-hit and --coalesce apply to.")
+@click.option("--slots-from", metavar="redis://HOST:PORT",
+              help="Redis Cluster: read the live CLUSTER SLOTS map from any node (the store's "
+                   "own word for where keys live); nodes are numbered by address.")
+@click.option("--key-template", metavar="TEMPLATE",
+              help="Redis Cluster: the key name the store uses, {key} standing for the key "
+                   "(e.g. 'chat:{{key}}' puts the key in a hash tag: same slot as the key).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_hot, replicas,
-            cache_hit, coalesce, hot_keys, as_json, **layout):
+            cache_hit, coalesce, hot_keys, slots_from, key_template, as_json, **layout):
     """Predict each shard's share of load (and CPU) from a profile, before any test runs.
 
     Head keys are placed exactly by the store's partitioner; the tail is spread by its mean
@@ -120,12 +126,25 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.shards.predict import WhatIf
     from hotshard.shards.predict import predict as run_predict
 
-    _need_shard_count(partitioner, shards, layout)
+    live = None
+    if slots_from is not None:
+        if partitioner != "redis-cluster":
+            raise click.UsageError("--slots-from reads a Redis Cluster: use -p redis-cluster")
+        from hotshard.cluster.local import live_slot_map
+
+        live = live_slot_map(slots_from)
+    else:
+        _need_shard_count(partitioner, shards, layout)
     if (rps is None) != (capacity is None):
         raise click.UsageError("--rps and --capacity go together (CPU = rps x share / capacity)")
     prof = Profile.load(profile_path)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=prof.integer_keys)
-    part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
+    part = make_partitioner(partitioner, shards, key_type=chosen, key_template=key_template,
+                            slot_node=live[0] if live else None, **layout)
+    if live is not None and not as_json:
+        from hotshard.cli._console import note
+
+        note("nodes: " + ", ".join(f"{i} = {a}" for i, a in enumerate(live[1])))
     k, s = split_hot or (0, 1)
     whatif = WhatIf(k, s, replicas, cache_hit, coalesce, hot_keys)
     result = run_predict(prof, part, rps=rps, capacity=capacity, whatif=whatif)

@@ -76,16 +76,21 @@ def to_observations(result: DriveResult, label: str) -> Observations:
     rec = result.recorder
     config = result.config
     cpu = _shard_cpu(result)
+    # a Redis Cluster's nodes are named by address; number them as `predict --slots-from`
+    after = result.server_stats[1] or {}
+    node_of = {str(s["id"]): s["node"] for s in after.get("shards", []) if s.get("node")}
+    by_id = {node: sid for sid, node in node_of.items()}
+    tallies = {by_id.get(name, name): tally for name, tally in rec.shards.items()}
     shards = []
-    names = sorted(set(rec.shards) | set(cpu), key=lambda s: (len(s), s))
+    names = sorted(set(tallies) | set(cpu), key=lambda s: (len(s), s))
     for name in names:
-        tally = rec.shards.get(name)
+        tally = tallies.get(name)
         lat = percentiles_ms(tally.latency) if tally else None
         extra: dict[str, Any] = {}
         if name in cpu:
             extra = {k: v for k, v in cpu[name].items() if k != "cpu"}
         shards.append(ShardObservation(
-            id=name, requests=tally.requests if tally else 0,
+            id=name, node=node_of.get(name), requests=tally.requests if tally else 0,
             rate_rps=(tally.requests / result.wall_s) if tally else 0.0,
             p50_ms=lat["p50"] if lat else None, p99_ms=lat["p99"] if lat else None,
             cpu=min(1.0, cpu[name]["cpu"]) if name in cpu else None, extra=extra))
@@ -100,7 +105,10 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         "ok": rec.ok, "errors": dict(rec.errors), "dropped": rec.dropped,
         "overflow": rec.overflow, "reads": rec.reads, "writes": rec.writes,
         "dispatch_lag_ms": percentiles_ms(rec.lag), "interrupted": result.interrupted,
-        "read": config.read, "write": config.write, "warnings": driver_warnings(result)}}
+        "read": config.read, "write": config.write, "warnings": driver_warnings(result),
+        "node_commands": {sid: s["commands"] for sid, s in
+                          ((str(s["id"]), s) for s in after.get("shards", []))
+                          if "commands" in s} or None}}
     return Observations(
         label=label, rate_rps=config.rate if config.model == "open" else None,
         achieved_rps=completed / result.wall_s, duration_s=result.wall_s, model=config.model,

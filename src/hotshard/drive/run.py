@@ -27,6 +27,8 @@ from hotshard.errors import HotshardError, InputError
 
 __all__ = ["DriveConfig", "DriveResult", "drive"]
 
+DEFAULT_HTTP_READ = "GET /channels/{key}/messages?limit=50"
+DEFAULT_HTTP_WRITE = "POST /channels/{key}/messages"
 START_LEAD_S = 0.5     # processes agree on a start this far ahead
 DRAIN_S = 30.0         # after the schedule ends, wait this long for requests still out
 
@@ -43,8 +45,8 @@ class DriveConfig:
     ramp: float = 0.0
     seed: int = 0
     read_ratio: float | None = None
-    read: str = "GET /channels/{key}/messages?limit=50"
-    write: str = "POST /channels/{key}/messages"
+    read: str | None = None    # None: the target's default (HTTP chat API, or Redis streams)
+    write: str | None = None
     max_inflight: int = 10_000
     processes: int = 1
     closed_users: int | None = None
@@ -64,6 +66,20 @@ class DriveConfig:
 
     def schedule(self) -> Schedule:
         return Schedule(self.rate, self.duration, self.arrivals, self.ramp, self.seed)
+
+    @property
+    def is_redis(self) -> bool:
+        return self.url.startswith(("redis-cluster://", "redis://"))
+
+    def target(self) -> Any:
+        """The transport for this URL: HTTP(S), or native commands to a Redis Cluster."""
+        if self.is_redis:
+            from hotshard.drive.redis_target import RedisClusterTarget
+
+            return RedisClusterTarget(self.url, read=self.read, write=self.write,
+                                      timeout=self.timeout)
+        return HttpTarget(self.url, read=self.read or DEFAULT_HTTP_READ,
+                          write=self.write or DEFAULT_HTTP_WRITE, timeout=self.timeout)
 
     @property
     def model(self) -> str:
@@ -101,7 +117,7 @@ class _Shards:
         return str(self.router.shard_of(key)) if self.router is not None else None
 
 
-async def _one(target: HttpTarget, recorder: Recorder, shards: _Shards, data: bytes, key: str,
+async def _one(target: Any, recorder: Recorder, shards: _Shards, data: bytes, key: str,
                is_read: bool, intended: float, clock: Callable[[], float], state: dict) -> None:
     sent = clock()
     try:
@@ -115,7 +131,7 @@ async def _one(target: HttpTarget, recorder: Recorder, shards: _Shards, data: by
                     error=error, is_read=is_read, key=key, payload=len(data))
 
 
-async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target: HttpTarget,
+async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target: Any,
                      recorder: Recorder, start_epoch: float, stop: Any,
                      progress: Callable[[dict], None] | None) -> int:
     loop = asyncio.get_running_loop()
@@ -158,7 +174,7 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
     return sent
 
 
-async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, target: HttpTarget,
+async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, target: Any,
                        recorder: Recorder, start_epoch: float, stop: Any,
                        progress: Callable[[dict], None] | None) -> int:
     """U users (split over processes), each sending its next request when the last returns;
@@ -215,15 +231,16 @@ class _LocalStop:
 async def _run_process(config: DriveConfig, process: int, start_epoch: float, stop: Any,
                        progress: Callable[[dict], None] | None) -> tuple[dict, int]:
     keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
-    target = HttpTarget(config.url, read=config.read, write=config.write,
-                        timeout=config.timeout)
+    target = config.target()
     recorder = Recorder()
     loop_fn = _open_loop if config.closed_users is None else _closed_loop
     try:
+        if config.is_redis:
+            await target.check()  # loads the slot map before the first due arrival
         sent = await loop_fn(config, process, keys, target, recorder, start_epoch, stop,
                              progress)
     finally:
-        target.close()
+        await target.aclose()
     return recorder.encode(), sent
 
 
@@ -243,10 +260,15 @@ def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: An
 
 
 def _stats(url: str) -> dict | None:
-    """The reference service's /stats, when the target is `hotshard serve` (else None)."""
+    """The reference service's /stats, when the target is `hotshard serve`, or each Redis
+    node's CPU from INFO (else None)."""
     import json
     import urllib.request
 
+    if url.startswith(("redis-cluster://", "redis://")):
+        from hotshard.drive.redis_target import node_stats
+
+        return node_stats(url)
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=5) as r:
             doc = json.loads(r.read())
@@ -265,12 +287,11 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         The target is unreachable (checked before the run starts) or the keys are bad.
     """
     keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
-    target = HttpTarget(config.url, read=config.read, write=config.write,
-                        timeout=config.timeout)
+    target = config.target()
 
     async def reachable() -> None:
         await target.check()
-        target.close()
+        await target.aclose()
 
     asyncio.run(reachable())
     if config.partitioner is not None:

@@ -218,6 +218,9 @@ class HttpTarget:
             conn.transport.close()
         return result
 
+    async def aclose(self) -> None:
+        self.close()
+
     def close(self) -> None:
         for conn in self._idle:
             if conn.transport is not None:

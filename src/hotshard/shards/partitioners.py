@@ -155,10 +155,21 @@ class RedisCluster(_Named):
     n_shards: int
     slot_node: NDArray[np.int64]
     name: str = "redis-cluster"
+    key_template: str | None = None  # the store's key name around {key}, e.g. chat:{{key}}
     key_type: ClassVar[str] = "text"
 
+    @property
+    def _spec_suffix(self) -> str:  # type: ignore[override]
+        return f"/{self.key_template}" if self.key_template else ""
+
+    def store_keys(self, keys):
+        """The key names the store hashes: the template applied (braces and all)."""
+        if not self.key_template:
+            return keys
+        return [self.key_template.replace("{key}", str(k)) for k in keys]
+
     def slots(self, keys):
-        return H.redis_slots(*encode_keys(keys, "text"))
+        return H.redis_slots(*encode_keys(self.store_keys(keys), "text"))
 
     def shard_of(self, keys):
         return self.slot_node[self.slots(keys)]
@@ -562,7 +573,8 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
                      num_tokens: int = 16, ring_seed: int = 0, ring_file: str | None = None,
                      slots_map: str | None = None, routing_shards: int | None = None,
                      map_file: str | None = None, vnodes: int = 160,
-                     chunks_file: str | None = None) -> Partitioner:
+                     chunks_file: str | None = None, slot_node: NDArray | None = None,
+                     key_template: str | None = None) -> Partitioner:
     """Build a partitioner by name. ``key_type`` is text or bigint (how the store types keys).
 
     Raises
@@ -585,9 +597,21 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
             raise InputError("the map partitioner needs a map file (key,shard lines)")
         table, n = load_map(map_file)
         return ExplicitMap(agreeing(n, map_file), table)
+    if key_template is not None:
+        if name != "redis-cluster":
+            raise InputError("a key template applies to Redis Cluster (where hash tags in the "
+                             f"key name decide the slot), not to {name}")
+        if "{key}" not in key_template:
+            raise InputError(f"key template {key_template!r} has no {{key}}")
+    if name == "redis-cluster" and slot_node is not None:
+        slot_node = np.asarray(slot_node, dtype=np.int64)
+        if slot_node.shape != (REDIS_SLOTS,) or slot_node.min() < 0:
+            raise InputError("a live slot map must give a node for each of 16384 slots")
+        return RedisCluster(agreeing(int(slot_node.max()) + 1, "the live slot map"), slot_node,
+                            key_template=key_template)
     if name == "redis-cluster" and slots_map:
         slot_node, n = load_slots_map(slots_map)
-        return RedisCluster(agreeing(n, slots_map), slot_node)
+        return RedisCluster(agreeing(n, slots_map), slot_node, key_template=key_template)
     if name == "mongodb" and chunks_file:
         bounds, owner, n = load_chunks(chunks_file)
         return MongoDB(agreeing(n, chunks_file), bounds, owner, key_type)
@@ -600,7 +624,7 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
     if name == "redis-cluster":
         if n > REDIS_SLOTS:
             raise InputError(f"redis cluster has {REDIS_SLOTS} slots: at most that many nodes")
-        return RedisCluster(n, _even_slots(n))
+        return RedisCluster(n, _even_slots(n), key_template=key_template)
     if name == "cassandra":
         if num_tokens < 1:
             raise InputError(f"num_tokens must be >= 1, got {num_tokens}")

@@ -1,0 +1,1 @@
+"""A local Redis Cluster: start, stop, status, and its live slot map."""
