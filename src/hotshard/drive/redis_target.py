@@ -5,16 +5,15 @@ tag, so its slot is the channel's own slot, exactly what ``hotshard shard`` comp
 Reads are ``XREVRANGE chat:{<channel>} + - COUNT 50``, writes ``XADD`` (capped with
 ``MAXLEN ~ 1000`` so a long run does not fill memory). ``--read`` / ``--write`` templates run
 any command on any key name: words separated by spaces, ``{key}`` replaced by the key and
-``{body}`` by a payload of the profile's size. redis-py's asyncio cluster client follows
-MOVED/ASK redirections itself (a resharding is not an error) and tells which node serves a key
-from its slot map: that is the per-node breakdown.
+``{body}`` by a payload of the profile's size. The client (``drive.resp``) follows
+MOVED/ASK redirections itself (a resharding is not an error) and knows which node serves a
+key from its slot map: that is the per-node breakdown.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hotshard.drive.transport import TransportError
 from hotshard.errors import InputError
 
 __all__ = ["DEFAULT_READ", "DEFAULT_WRITE", "RedisClusterTarget", "node_stats"]
@@ -47,55 +46,39 @@ class RedisClusterTarget:
 
     async def _connect(self) -> Any:
         if self._client is None:
-            from redis.asyncio.cluster import RedisCluster
+            from hotshard.drive.resp import RespCluster
 
-            self._client = RedisCluster(host=self.host, port=self.port,
-                                        socket_timeout=self.timeout, max_connections=512,
-                                        socket_connect_timeout=5)
-            await self._client.initialize()
+            client = RespCluster(self.host, self.port, timeout=self.timeout)
+            client.refresh()
+            self._client = client
         return self._client
 
     async def check(self) -> None:
-        """Connect and load the slot map, or InputError saying why the cluster is unusable."""
-        import redis
+        """Load the slot map, or InputError saying why the cluster is unusable (unreachable,
+        not a cluster, not cluster_state:ok)."""
+        await self._connect()
 
-        try:
-            client = await self._connect()
-            info = await client.cluster_info(target_nodes=client.get_random_node())
-        except (redis.exceptions.RedisError, OSError) as e:
-            raise InputError(f"cannot use the Redis Cluster at {self.url}: {e}") from None
-        state = info.get("cluster_state") if isinstance(info, dict) else None
-        if state not in ("ok", b"ok"):
-            raise InputError(f"the cluster at {self.url} is not ok (cluster_state: {state})")
+    def warm(self, keys: list[str]) -> None:
+        """Compute a few slots now: the first call compiles the CRC16 kernel."""
+        if self._client is not None:
+            for key in keys:
+                self._client.slot(self.build(True, key, 1, 0)[0])
 
-    def build(self, is_read: bool, key: str, body_size: int, n: int) -> tuple[str, ...]:
+    def build(self, is_read: bool, key: str, body_size: int, n: int) -> tuple[str, bytes]:
+        from hotshard.drive.resp import encode_command
+
         words = self.read if is_read else self.write
         body = "m" * max(1, body_size)
-        return tuple(w.replace("{key}", key).replace("{body}", body) for w in words)
+        args = [w.replace("{key}", key).replace("{body}", body) for w in words]
+        store_key = next(a for a, w in zip(args, words, strict=True) if "{key}" in w)
+        return store_key, encode_command(args)
 
-    def node_of(self, command: tuple[str, ...]) -> str | None:
-        """The address of the node the client's slot map sends this command's key to."""
-        key = next((w for w, t in zip(command, self.read if command[0] == self.read[0]
-                                      else self.write, strict=False) if "{key}" in t), None)
-        if key is None or self._client is None:
-            return None
-        node = self._client.get_node_from_key(key)
-        return f"{node.host}:{node.port}" if node is not None else None
-
-    async def send(self, command: tuple[str, ...]) -> tuple[int, str | None]:
-        import redis
-
+    async def send(self, command: tuple[str, bytes]) -> tuple[int, str | None]:
         client = await self._connect()
-        node = self.node_of(command)
-        try:
-            await client.execute_command(*command)
-        except redis.exceptions.TimeoutError:
-            raise TransportError("timeout") from None
-        except redis.exceptions.ConnectionError:
-            raise TransportError("connection error") from None
-        except redis.exceptions.ResponseError as e:
-            return 500, node if str(e) else node  # a command error: counted as an error
-        return 200, node
+        key, data = command
+        node = client.node_of(key)
+        error = await client.execute(key, data)
+        return (500 if error else 200), node
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

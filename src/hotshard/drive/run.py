@@ -152,6 +152,8 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
             delay = due - clock()
             if delay > 0.0005:
                 await asyncio.sleep(delay)
+            elif not j % 8:
+                await asyncio.sleep(0)  # behind schedule: still let replies be handled
             if stop.is_set():
                 return sent
             if state["inflight"] >= config.max_inflight:
@@ -228,32 +230,42 @@ class _LocalStop:
         self.flag = True
 
 
-async def _run_process(config: DriveConfig, process: int, start_epoch: float, stop: Any,
-                       progress: Callable[[dict], None] | None) -> tuple[dict, int]:
+async def _run_process(config: DriveConfig, process: int,
+                       when_ready: Callable[[], Any], stop: Any,
+                       progress: Callable[[dict], None] | None) -> tuple[dict, int, float]:
+    """Prepare everything that costs time (keys' first block, connections, slot map, the
+    hash kernels), then ask ``when_ready`` for the start instant (an awaitable of epoch
+    seconds), so no arrival is late because of setup."""
     keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
     target = config.target()
     recorder = Recorder()
     loop_fn = _open_loop if config.closed_users is None else _closed_loop
     try:
-        if config.is_redis:
-            await target.check()  # loads the slot map before the first due arrival
+        keys._block(0)
+        await target.check()  # a connection (and a Redis Cluster's slot map) before the start
+        if hasattr(target, "warm"):
+            target.warm(keys._block(0)[0][:64])
+        start_epoch = await when_ready()
         sent = await loop_fn(config, process, keys, target, recorder, start_epoch, stop,
                              progress)
     finally:
         await target.aclose()
-    return recorder.encode(), sent
+    return recorder.encode(), sent, start_epoch
 
 
 def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: Any) -> None:
-    """One driver process: get ready (imports, keys, first block), say so, wait for the
+    """One driver process: get ready (imports, keys, connections), say so, wait for the
     agreed start instant, run its share."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    try:
-        load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)._block(0)
+
+    async def when_ready() -> float:
         results.put(("ready", process))
         while start.value == 0.0 and not stop.is_set():
-            time.sleep(0.01)
-        encoded, sent = asyncio.run(_run_process(config, process, start.value, stop, None))
+            await asyncio.sleep(0.005)
+        return start.value
+
+    try:
+        encoded, sent, _ = asyncio.run(_run_process(config, process, when_ready, stop, None))
         results.put((process, encoded, sent, None))
     except Exception as e:  # reported by the parent as one line
         results.put((process, None, 0, f"{type(e).__name__}: {e}"))
@@ -297,26 +309,29 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
     before = _stats(config.url)
-    start_epoch = time.time() + START_LEAD_S
+    start_epoch = time.time() + START_LEAD_S  # replaced by the instant the run really starts
     recorder = Recorder()
     interrupted = False
     sent = 0
     if config.processes == 1:
         stop = _LocalStop()
 
-        async def main() -> tuple[dict, int]:
+        async def main() -> tuple[dict, int, float]:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):  # stop early, keep the results
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, stop.set)
+            async def when_ready() -> float:
+                return time.time() + 0.02
+
             try:
-                return await _run_process(config, 0, start_epoch, stop, progress)
+                return await _run_process(config, 0, when_ready, stop, progress)
             finally:
                 for signum in (signal.SIGINT, signal.SIGTERM):
                     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                         loop.remove_signal_handler(signum)
 
-        encoded, sent = asyncio.run(main())
+        encoded, sent, start_epoch = asyncio.run(main())
         recorder.merge(encoded)
         interrupted = stop.is_set()
     else:

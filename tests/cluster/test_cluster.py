@@ -1,0 +1,129 @@
+"""A live Redis Cluster started by the tests: `hotshard cluster`, and `predict` checked against
+what the nodes themselves counted.
+
+Each node's share of data commands comes from INFO commandstats deltas on the node (calls of
+XREVRANGE and XADD), not from our client. Tolerance: with N requests a node's measured share
+has sd <= 0.5 / sqrt(N); at N ~ 30,000 that is 0.29 pp, and the prediction's own error (tail
+spread by its mean and variance) is ~0.1 pp here, so 1 pp is over 3 sd of their sum.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+from pathlib import Path
+
+import pytest
+
+from hotshard.cluster import local
+from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.slow
+
+PROFILE = str(ROOT / "examples" / "incident-event.profile.json")
+DATA_COMMANDS = ("cmdstat_xrevrange", "cmdstat_xadd")
+
+
+def _free_base(n: int) -> int:
+    rng = random.Random(os.getpid())
+    for _ in range(200):
+        base = rng.randrange(10000, 20000)  # bus ports +10000 stay below the ephemeral range
+        ok = True
+        for port in [*range(base, base + n), *range(base + 10000, base + 10000 + n)]:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    started = []
+
+    def start(nodes: int) -> local.ClusterState:
+        state = local.up(tmp_path / f"c{nodes}", nodes=nodes, port=_free_base(nodes),
+                         persist=False)
+        started.append(tmp_path / f"c{nodes}")
+        return state
+
+    yield start
+    for directory in started:
+        if (directory / local.STATE_FILE).exists():
+            local.down(directory)
+
+
+def _data_calls(state: local.ClusterState) -> list[int]:
+    import redis
+
+    out = []
+    for port in state.ports:
+        stats = redis.Redis(host=state.host, port=port).info("commandstats")
+        out.append(sum(stats.get(name, {}).get("calls", 0) for name in DATA_COMMANDS))
+    return out
+
+
+def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
+    base = _free_base(3)
+    r = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
+                str(tmp_path / "c"), "--no-persist")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"redis-cluster://127.0.0.1:{base}"
+    pids = json.loads((tmp_path / "c" / "cluster.json").read_text())["pids"]
+    try:
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids)
+        status = run_cli("cluster", "status", "--dir", str(tmp_path / "c"), "--json")
+        nodes = json.loads(status.stdout)
+        assert [n["slot_count"] for n in nodes] == [5461, 5462, 5461]
+        again = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
+                        str(tmp_path / "other"))
+        assert again.returncode == 2 and "in use" in again.stderr
+    finally:
+        down = run_cli("cluster", "down", "--dir", str(tmp_path / "c"))
+    assert down.returncode == 0, down.stderr
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"
+
+
+@pytest.mark.parametrize("nodes", [3, 6])
+def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, nodes,
+                                                                      tmp_path):
+    state = cluster(nodes)
+    url = f"redis://127.0.0.1:{state.ports[0]}"
+    predicted = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", url,
+                        "--json")
+    assert predicted.returncode == 0, predicted.stderr
+    doc = json.loads(predicted.stdout)
+    shares = [s["share"] for s in sorted(doc["shards"], key=lambda s: s["shard"])]
+    before = _data_calls(state)
+    out = tmp_path / "obs.json"
+    r = run_cli("drive", f"redis-cluster://127.0.0.1:{state.ports[0]}", "--keys", PROFILE,
+                "--rps", "3000", "--duration", "10s", "--seed", "5", "-q", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    calls = [a - b for a, b in zip(_data_calls(state), before, strict=True)]
+    total = sum(calls)
+    assert total > 25_000
+    measured = [c / total for c in calls]
+    for node, (m, p) in enumerate(zip(measured, shares, strict=True)):
+        assert abs(m - p) < 0.01, (node, measured, shares)
+    assert max(range(nodes), key=measured.__getitem__) == doc["hottest"]["shard"]
+    obs = json.loads(out.read_text())
+    assert [s["node"] for s in obs["shards"]] == [f"127.0.0.1:{p}" for p in state.ports]
+
+
+def test_wrong_inputs(tmp_path):
+    r = run_cli("cluster", "status", "--url", "redis://127.0.0.1:1")
+    assert r.returncode == 2 and "cannot reach" in r.stderr
+    r = run_cli("cluster", "down", "--dir", str(tmp_path / "none"))
+    assert r.returncode == 2 and "no cluster recorded" in r.stderr
+    r = run_cli("predict", PROFILE, "-p", "kafka", "--slots-from", "redis://127.0.0.1:1")
+    assert r.returncode == 2 and "redis-cluster" in r.stderr
+    r = run_cli("drive", "redis-cluster://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10")
+    assert r.returncode == 2 and "cannot reach Redis" in r.stderr
