@@ -20,7 +20,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java wrk venv-rebuild clean
+.PHONY: demo test install install-test lint bench lock java wrk redis venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which
@@ -51,6 +51,13 @@ java:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless; }
 
+# `hotshard cluster` runs Debian's redis-server (redis-benchmark and redis-cli come with it).
+redis:
+	@command -v redis-server >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || { \
+	  echo "redis-server not found: installing redis-server and redis-tools via apt"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-tools; }
+
 # benchmarks/bench_drive.py compares the driver with wrk (Debian package `wrk`).
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
@@ -58,9 +65,9 @@ wrk:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }
 
-install: $(STAMP)-run
+install: redis $(STAMP)-run
 
-install-test: java $(STAMP)-test
+install-test: java redis $(STAMP)-test
 
 demo: install
 	$(BIN)/hotshard demo
@@ -72,7 +79,7 @@ test: install-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
-bench: java wrk $(STAMP)-bench
+bench: java wrk redis $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py
 	$(BIN)/python benchmarks/bench_profile.py
 	$(BIN)/python benchmarks/bench_sampler.py

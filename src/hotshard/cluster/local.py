@@ -116,6 +116,8 @@ def _wait(predicate, timeout: float, what: str) -> None:
         try:
             if predicate():
                 return
+        except HotshardError:
+            raise
         except Exception as e:  # not up yet
             last = e
         time.sleep(0.05)
@@ -169,8 +171,17 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
         state = ClusterState(host, ports, tuple(pr.pid for pr in procs), str(root.resolve()),
                              persist)
         (root / STATE_FILE).write_text(json.dumps(state.to_dict(), indent=2) + "\n")
-        for p in ports:
-            _wait(lambda p=p: _client(host, p).ping(), timeout, f"node {host}:{p} did not answer")
+        for p, proc in zip(ports, procs, strict=True):
+            def answers(p: int = p, proc: subprocess.Popen = proc) -> bool:
+                if proc.poll() is not None:
+                    log = root / f"node-{p}" / "redis.log"
+                    lines = [ln for ln in (log.read_text(errors="replace").splitlines()
+                                           if log.exists() else []) if " # " in ln]
+                    reason = lines[-1].split(" # ", 1)[1] if lines else "see its redis.log"
+                    raise InputError(f"node {host}:{p} exited at start: {reason}")
+                return bool(_client(host, p).ping())
+
+            _wait(answers, timeout, f"node {host}:{p} did not answer")
         for p, (first, last) in zip(ports, even_slot_ranges(nodes), strict=True):
             _client(host, p).execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
         first_node = _client(host, ports[0])
