@@ -354,14 +354,15 @@ class Pacer:
             for j in range(indices.size):
                 due = float(times[j])
                 self._wait_until(due)
-                if len(self.inflight) >= self.config.max_inflight:
+                if self.sent - self.recorder.completed >= self.config.max_inflight:
                     self.recorder.drop(due)
                     continue
                 self.inflight.spawn(self._one, int(indices[j]), keys[j], bool(reads[j]),
                                     int(sizes[j]), due)
                 self.sent += 1
         self.inflight.join(timeout=self.config.timeout + 1.0)
-        self.unfinished = len(self.inflight)
+        self.inflight.kill(block=True, timeout=1.0)
+        self.unfinished = self.sent - self.recorder.completed
         self.complete = self.unfinished == 0
 
     def _wait_until(self, due: float) -> None:
@@ -400,8 +401,8 @@ class Pacer:
             self.greenlet.kill(block=True)
         if self.reported:  # finished while we waited
             return
-        self.unfinished = len(self.inflight)
-        self.inflight.kill(block=False)
+        self.inflight.kill(block=True, timeout=1.0)
+        self.unfinished = self.sent - self.recorder.completed
         self._finish()
 
     def overdue(self, elapsed: float) -> int:
@@ -705,6 +706,9 @@ def install(events: Any) -> None:
             except HotshardError as e:
                 logger.error("hotshard: error: %s", e)
                 raise SystemExit(2) from None
+            # the checks above block the event loop, whose cached clock then runs late and
+            # fires Locust's -t timer early: bring it up to date
+            gevent.get_hub().loop.update_now()
             run_time = getattr(options, "run_time", None)
             if run_time and run_time < LEAD_S + config.duration:
                 logger.warning("hotshard: -t %ss ends the run before the schedule's %g s (+%g s "
