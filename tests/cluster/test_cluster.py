@@ -13,6 +13,7 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,44 @@ def test_wrong_inputs(tmp_path):
     assert r.returncode == 2 and "redis-cluster" in r.stderr
     r = run_cli("drive", "redis-cluster://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10")
     assert r.returncode == 2 and "cannot reach Redis" in r.stderr
+
+
+def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_path):
+    from tests.service._traffic import serve
+
+    state = cluster(3)
+    store = f"redis-cluster://127.0.0.1:{state.ports[0]}"
+    history = tmp_path / "m.parquet"
+    made = run_cli("generate", "--dist", "zipf:1.1:200", "--events", "5000", "--seed", "2",
+                   "-o", str(history))
+    assert made.returncode == 0, made.stderr
+    with serve(tmp_path / "data", "--store", store, "--load", str(history), "--split", "3",
+               "--split-bucket", "0.02", "--hot-channels", "big") as svc:
+        stats = svc.stats()
+        assert [s["pid"] for s in stats["shards"]] == list(state.pids)
+        written, nodes = [], set()
+        for i in range(45):
+            r = svc.post("/channels/big/messages", json={"user": "u", "body": f"m{i}"})
+            assert r.status_code == 201, r.text
+            written.append(r.json()["id"])
+            nodes.add(r.headers["x-shard"])
+            if i % 15 == 14:
+                time.sleep(0.05)  # the 20 ms time slot moves on
+        assert len(nodes) >= 2
+        seen, before = [], None
+        while True:
+            page = svc.get("/channels/big/messages",
+                           params={"limit": 6} | ({"before": before} if before else {})).json()
+            seen += [m["id"] for m in page["messages"]]
+            before = page["next_before"]
+            if before is None:
+                break
+        assert seen == written[::-1]
+        plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
+        assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
+        r = svc.post("/admin/mitigations", json={"replicas": 1})
+        assert r.status_code == 400 and "Redis Cluster" in r.json()["error"]
+    import redis
+
+    streams = sum(redis.Redis(host=state.host, port=p).dbsize() for p in state.ports)
+    assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets

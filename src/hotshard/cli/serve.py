@@ -51,6 +51,9 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
               show_default=True, help="The store whose placement the service uses: X-Shard "
               "is what `hotshard shard KEY -p P -n N` prints.")
 @partitioner_options
+@click.option("--store", metavar="redis-cluster://HOST:PORT",
+              help="Keep channels in a Redis Cluster (a stream per channel, nodes as shards) "
+                   "instead of SQLite shard processes.")
 @click.option("--load", "load_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Fill the shards from `hotshard generate` output before serving "
               "(every row one message).")
@@ -76,7 +79,7 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
               show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
               "requests that makes a channel hot.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
-          ring_file, slots_map, routing_shards, map_file, chunks_file, load_file, cost_ms,
+          ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, cost_ms,
           max_body_bytes, split, split_bucket, replicas, cache_ttl, coalesce, hot_channels,
           hot_share):
     """Run the reference chat-history service: an HTTP gateway over N shard processes.
@@ -108,6 +111,14 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     from hotshard.service.server import ServeConfig
     from hotshard.service.server import serve as run
 
+    if store is not None:
+        if not store.startswith(("redis-cluster://", "redis://")):
+            raise click.BadParameter("give redis-cluster://HOST:PORT", param_hint="'--store'")
+        if click.get_current_context().get_parameter_source("partitioner") == \
+                click.core.ParameterSource.COMMANDLINE and partitioner != "redis-cluster":
+            raise click.UsageError("--store places channels by the cluster's slot map: give "
+                                   "no other --partitioner")
+        partitioner, shards = "redis-cluster", None
     if split == 1:
         raise click.BadParameter("must be 0 (off) or >= 2", param_hint="'--split'")
     layout = {"ring_file": ring_file, "slots_map": slots_map, "map_file": map_file,
@@ -124,7 +135,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     config = ServeConfig(Path(data_dir), shards=shards, partitioner=partitioner,
                          layout={**layout, **({"key_type": key_type} if key_type else {})},
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
-                         mitigations=mitigations, load=load_file)
+                         mitigations=mitigations, load=load_file, store=store)
 
     bar = ProgressBar(enabled=True)
 
@@ -141,9 +152,10 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         on = [name for name, value in (("split", split), ("replicas", replicas),
                                        ("cache", cache_ttl), ("coalesce", coalesce)) if value]
         which = "hot channels" if hot_channels is None else ", ".join(hot_channels)
-        click.echo(f"serving {config.shards or 'the layout file`s'} shards ({partitioner}) from "
-                   f"{data_dir} on {url}  (docs {url}/docs, stats {url}/stats; Ctrl-C stops)",
-                   err=True)
+        where = f"the Redis Cluster at {store}" if store else \
+            f"{config.shards or 'the layout file`s'} shards ({partitioner}) in {data_dir}"
+        click.echo(f"serving {where} on {url}  (docs {url}/docs, stats {url}/stats; Ctrl-C "
+                   "stops)", err=True)
         if on:
             note(f"mitigations on for {which}: {', '.join(on)}")
         click.echo(url, err=False)

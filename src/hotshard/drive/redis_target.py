@@ -5,7 +5,7 @@ tag, so its slot is the channel's own slot, exactly what ``hotshard shard`` comp
 Reads are ``XREVRANGE chat:{<channel>} + - COUNT 50``, writes ``XADD`` (capped with
 ``MAXLEN ~ 1000`` so a long run does not fill memory). ``--read`` / ``--write`` templates run
 any command on any key name: words separated by spaces, ``{key}`` replaced by the key and
-``{body}`` by a payload of the profile's size. The client (``drive.resp``) follows
+``{body}`` by a payload of the profile's size. The client (``cluster.resp``) follows
 MOVED/ASK redirections itself (a resharding is not an error) and knows which node serves a
 key from its slot map: that is the per-node breakdown.
 """
@@ -46,7 +46,7 @@ class RedisClusterTarget:
 
     async def _connect(self) -> Any:
         if self._client is None:
-            from hotshard.drive.resp import RespCluster
+            from hotshard.cluster.resp import RespCluster
 
             client = RespCluster(self.host, self.port, timeout=self.timeout)
             client.refresh()
@@ -65,7 +65,7 @@ class RedisClusterTarget:
                 self._client.slot(self.build(True, key, 1, 0)[0])
 
     def build(self, is_read: bool, key: str, body_size: int, n: int) -> tuple[str, bytes]:
-        from hotshard.drive.resp import encode_command
+        from hotshard.cluster.resp import encode_command
 
         words = self.read if is_read else self.write
         body = "m" * max(1, body_size)
@@ -76,8 +76,14 @@ class RedisClusterTarget:
     async def send(self, command: tuple[str, bytes]) -> tuple[int, str | None]:
         client = await self._connect()
         key, data = command
+        from hotshard.cluster.resp import RespError
+        from hotshard.drive.transport import TransportError
+
         node = client.node_of(key)
-        error = await client.execute(key, data)
+        try:
+            error = await client.execute(key, data)
+        except RespError as e:
+            raise TransportError(e.kind) from None
         return (500 if error else 200), node
 
     async def aclose(self) -> None:

@@ -64,6 +64,8 @@ class Router:
         self.name = partitioner
         self.requested_key_type = key_type
         self.layout = {k: v for k, v in layout.items() if v is not None}
+        if "slot_node" in self.layout:  # a live Redis Cluster map: not a file to show
+            self.live_map = True
         self._by_type = {
             kind: make_partitioner(partitioner, shards, key_type=kind, **self.layout)
             for kind in ("text", "bigint")}
@@ -101,6 +103,8 @@ class Router:
 
     def describe(self) -> dict[str, Any]:
         """The placement, as /stats and the data directory's layout record show it."""
+        if getattr(self, "live_map", False):
+            return {"partitioner": self.name, "shards": self.shards, "layout": "live slot map"}
         files = {LAYOUT_FILE[self.name]: self.layout[LAYOUT_FILE[self.name]]} \
             if self.name in LAYOUT_FILE and LAYOUT_FILE[self.name] in self.layout else {}
         return {"partitioner": self.name, "shards": self.shards, **files}

@@ -43,6 +43,7 @@ class ServeConfig:
     max_body_bytes: int = 4096
     mitigations: Mitigations = field(default_factory=Mitigations)
     load: str | None = None
+    store: str | None = None  # None: SQLite shard processes; redis-cluster://HOST:PORT
 
 
 @dataclass
@@ -78,7 +79,18 @@ def open_data_dir(config: ServeConfig) -> DataDir:
         raise InputError(f"another hotshard serve is using {path}: stop it or give another "
                          "--data directory") from None
     try:
-        router = Router(config.partitioner, config.shards, **config.layout)
+        if config.store:
+            if config.partitioner != "redis-cluster":
+                raise InputError("a Redis Cluster store places channels by its own slot map: "
+                                 "give no other --partitioner with --store")
+            if config.mitigations.replicas:
+                raise InputError("read replicas are not available on a Redis Cluster store")
+            from hotshard.cluster.local import live_slot_map
+
+            slot_node, _ = live_slot_map(config.store)
+            router = Router("redis-cluster", None, slot_node=slot_node)
+        else:
+            router = Router(config.partitioner, config.shards, **config.layout)
         for warm in ("0", "warm-up"):  # compile the hash kernels now, not on a first request
             router.shard_of(warm)
         record = path / LAYOUT_RECORD
@@ -138,9 +150,14 @@ async def running_service(config: ServeConfig, data: DataDir, *,
     from hotshard.service.split import SplitRegistry
     from hotshard.service.supervisor import Supervisor
 
-    supervisor = Supervisor(data.path, data.router.shards,
-                            replicas=config.mitigations.replicas, cost_ms=config.cost_ms,
-                            max_body_bytes=config.max_body_bytes)
+    if config.store:
+        from hotshard.service.redis_store import RedisBackend
+
+        supervisor: Any = RedisBackend(config.store)
+    else:
+        supervisor = Supervisor(data.path, data.router.shards,
+                                replicas=config.mitigations.replicas, cost_ms=config.cost_ms,
+                                max_body_bytes=config.max_body_bytes)
     try:
         await supervisor.start()
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),

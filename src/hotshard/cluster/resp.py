@@ -1,4 +1,5 @@
-"""A small pipelined Redis Cluster client (RESP2 over asyncio protocols) for the driver.
+"""A small pipelined Redis Cluster client (RESP2 over asyncio protocols): the driver's and
+the service's way to a cluster.
 
 Why our own: a general client spends hundreds of microseconds per command on routing,
 retries and response decoding, and an open-loop driver at thousands of commands a second
@@ -13,12 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import itertools
 from typing import Any
 
-from hotshard.drive.transport import TransportError
+from hotshard.errors import HotshardError
 
-__all__ = ["RespCluster", "encode_command"]
+__all__ = ["RespCluster", "RespError", "encode_command"]
+
+
+class RespError(HotshardError, ConnectionError):
+    """A command failed below Redis (refused, reset, timed out); ``kind`` names it."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
 
 CONNECTIONS_PER_NODE = 4
 MAX_REDIRECTS = 5
@@ -53,7 +61,7 @@ class _Conn(asyncio.Protocol):
         while self.pending:
             fut = self.pending.popleft()
             if not fut.done():
-                fut.set_exception(TransportError("connection error"))
+                fut.set_exception(RespError("connection error"))
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
@@ -67,12 +75,12 @@ class _Conn(asyncio.Protocol):
                 break
             fut = self.pending.popleft()
             if not fut.done():
-                fut.set_result(str(reply) if isinstance(reply, self._reply_error) else None)
+                fut.set_result(reply)
 
     def request(self, data: bytes) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
         if self.closed:
-            fut.set_exception(TransportError("connection error"))
+            fut.set_exception(RespError("connection error"))
             return fut
         self.pending.append(fut)
         self.transport.write(data)  # type: ignore[union-attr]
@@ -89,7 +97,6 @@ class RespCluster:
         self.slot_node: list[str] = []
         self._pools: dict[str, list[_Conn]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._turn = itertools.count()
         self._slot_cache: dict[str, int] = {}
         self.redirects = 0
 
@@ -119,10 +126,12 @@ class RespCluster:
     def node_of(self, key: str) -> str:
         return self.slot_node[self.slot(key)]
 
-    async def _conn(self, node: str) -> _Conn:
+    async def _conn(self, node: str, key: str) -> _Conn:
+        """The connection for ``key`` on ``node``: always the same one for a key, so the
+        commands on one key stay in order (a stream refuses an id below its top)."""
         pool = self._pools.get(node)
         if pool and len(pool) >= CONNECTIONS_PER_NODE:
-            conn = pool[next(self._turn) % len(pool)]
+            conn = pool[hash(key) % len(pool)]
             if not conn.closed:
                 return conn
         lock = self._locks.setdefault(node, asyncio.Lock())
@@ -135,25 +144,33 @@ class RespCluster:
                         asyncio.get_running_loop().create_connection(_Conn, host, int(port)),
                         self.timeout)
                 except (OSError, TimeoutError):
-                    raise TransportError("connection error") from None
+                    raise RespError("connection error") from None
                 pool.append(conn)
             self._pools[node] = pool
-        return pool[next(self._turn) % len(pool)]
+        return pool[hash(key) % len(pool)]
 
     async def execute(self, key: str, data: bytes) -> str | None:
         """Send ``data`` (an encoded command on ``key``); the error reply, or None."""
+        error, _ = await self.call(key, data)
+        return error
+
+    async def call(self, key: str, data: bytes) -> tuple[str | None, Any]:
+        """(error reply or None, the decoded reply) of ``data``, a command on ``key``."""
+        import hiredis
+
         node = self.node_of(key)
         asking = False
         for _ in range(MAX_REDIRECTS):
-            conn = await self._conn(node)
+            conn = await self._conn(node, key)
             if asking:
                 conn.request(encode_command(("ASKING",)))
             try:
-                error = await asyncio.wait_for(conn.request(data), self.timeout)
+                reply = await asyncio.wait_for(conn.request(data), self.timeout)
             except TimeoutError:
-                raise TransportError("timeout") from None
-            if error is None:
-                return None
+                raise RespError("timeout") from None
+            if not isinstance(reply, hiredis.ReplyError):
+                return None, reply
+            error = str(reply)
             if error.startswith("MOVED "):
                 _, slot, address = error.split()
                 self.redirects += 1
@@ -165,8 +182,8 @@ class RespCluster:
                 self.redirects += 1
                 node, asking = address, True
                 continue
-            return error
-        return "too many redirections"
+            return error, None
+        return "too many redirections", None
 
     async def aclose(self) -> None:
         for pool in self._pools.values():

@@ -1,0 +1,172 @@
+"""The service's shards on a Redis Cluster: a stream per channel instead of SQLite files.
+
+``hotshard serve --store redis-cluster://HOST:PORT`` keeps each channel's history in the stream
+``chat:{<partition key>}`` (the key inside a hash tag, so its slot is the key's own slot, as
+``hotshard shard -p redis-cluster`` computes it). A "shard" is a master node, numbered by
+address as ``predict --slots-from`` numbers them; the time-bucket split's sub-partition keys
+(``CHANNEL#s``) hash to their own slots, probed onto different nodes. Message ids are issued
+by the gateway (time-ordered, the node's number in the low 10 bits, as the SQLite store does)
+and written as the stream entry id ``<ms>-<low 22 bits>``, so paging by ``before`` is an
+exclusive ``XREVRANGE``. Durability is Redis's: a write is acknowledged once the node applied
+it; with ``appendfsync everysec`` a crash of the machine (not of the process) can lose up to
+about a second of acknowledged writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from hotshard.errors import InputError
+from hotshard.service.store import NODE_BITS, SEQUENCE_BITS, check_message
+from hotshard.service.supervisor import ShardError, ShardUnavailable, WorkerInfo
+
+__all__ = ["RedisBackend", "stream_key"]
+
+_LOW = (1 << SEQUENCE_BITS) - 1
+
+
+def stream_key(partition_key: str) -> str:
+    return f"chat:{{{partition_key}}}"
+
+
+def _to_stream_id(message_id: int) -> str:
+    return f"{message_id >> SEQUENCE_BITS}-{message_id & _LOW}"
+
+
+def _from_stream_id(raw: bytes) -> int:
+    ms, _, seq = raw.decode().partition("-")
+    return (int(ms) << SEQUENCE_BITS) | int(seq)
+
+
+class _NodeClient:
+    """What ChatService calls on a shard (the ShardClient interface), on one master node."""
+
+    def __init__(self, backend: RedisBackend, node: int) -> None:
+        self.backend = backend
+        self.node = node
+        self.in_flight = 0
+        self._last_id = 0
+
+    def _next_id(self, now_ms: int) -> int:
+        nxt = max(now_ms << SEQUENCE_BITS, self._last_id + 1)
+        nxt += (self.node - nxt) % (1 << NODE_BITS)
+        self._last_id = nxt
+        return nxt
+
+    async def _command(self, key: str, *args: str) -> Any:
+        from hotshard.cluster.resp import RespError, encode_command
+
+        try:
+            error, reply = await self.backend.client.call(key, encode_command(args))
+        except RespError as e:
+            raise ShardUnavailable(f"node {self.node} is unreachable ({e.kind})") from None
+        if error is not None:
+            if error.startswith(("CLUSTERDOWN", "TRYAGAIN", "LOADING")):
+                raise ShardUnavailable(f"node {self.node}: {error}")
+            raise ShardError(f"node {self.node}: {error}")
+        return reply
+
+    async def _append(self, key: str, user: str, body: str, ts: int) -> int:
+        message_id = self._next_id(ts)
+        stream = stream_key(key)
+        await self._command(stream, "XADD", stream, _to_stream_id(message_id), "user", user,
+                            "body", body, "ts", str(ts))
+        return message_id
+
+    async def call(self, op: str, args: dict[str, Any], *, timeout: float = 60.0
+                   ) -> tuple[Any, float]:
+        self.in_flight += 1
+        try:
+            if op == "append":
+                check_message(args["user"], args["body"])
+                now = args.get("now_ms") or int(time.time() * 1000)
+                result: Any = await self._append(args["channel"], args["user"], args["body"],
+                                                 now)
+            elif op == "append_many":
+                rows = args.get("rows") or []
+                for i, (_, user, body, _) in enumerate(rows):
+                    try:
+                        check_message(user, body)
+                    except InputError as e:
+                        raise InputError(f"rows[{i}]: {e}") from None
+                ids = await asyncio.gather(*(self._append(c, u, b, int(t))
+                                             for c, u, b, t in rows))
+                result = {"count": len(ids), "last_id": ids[-1] if ids else None}
+            elif op == "history":
+                stream = stream_key(args["channel"])
+                before = args.get("before")
+                top = f"({_to_stream_id(before)}" if before else "+"
+                entries = await self._command(stream, "XREVRANGE", stream, top, "-", "COUNT",
+                                              str(args.get("limit", 50)))
+                result = []
+                for raw_id, fields in entries or []:
+                    values = {fields[i].decode(): fields[i + 1].decode()
+                              for i in range(0, len(fields) - 1, 2)}
+                    result.append([_from_stream_id(raw_id), values.get("user", ""),
+                                   values.get("body", ""), int(values.get("ts", 0))])
+            else:
+                raise ShardError(f"unknown op {op!r}")
+        finally:
+            self.in_flight -= 1
+        return result, 0.0  # the node's own time is not known apart from the round trip
+
+
+class RedisBackend:
+    """The Supervisor's interface over a Redis Cluster's masters."""
+
+    def __init__(self, url: str) -> None:
+        from hotshard.cluster.local import _parse_address
+
+        self.url = url
+        self.host, self.port = _parse_address(url)
+        self.client: Any = None
+        self.nodes: list[str] = []
+        self.pids: list[int | None] = []
+        self._clients: list[_NodeClient] = []
+        self.replicas = 0
+
+    def slot_map(self):
+        """(slot -> node index, node addresses): the Router's layout."""
+        from hotshard.cluster.local import live_slot_map
+
+        slot_node, nodes = live_slot_map(self.url)
+        self.nodes = nodes
+        return slot_node, nodes
+
+    async def start(self) -> None:
+        from hotshard.cluster.local import _client
+        from hotshard.cluster.resp import RespCluster
+
+        self.client = RespCluster(self.host, self.port)
+        self.client.refresh()
+        if not self.nodes:
+            self.slot_map()
+        self.pids = []
+        for address in self.nodes:
+            host, _, port = address.rpartition(":")
+            try:
+                self.pids.append(int(_client(host, int(port)).info("server")["process_id"]))
+            except Exception:
+                self.pids.append(None)
+        self._clients = [_NodeClient(self, i) for i in range(len(self.nodes))]
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+    async def set_replicas(self, replicas: int) -> None:
+        if replicas:
+            raise InputError("read replicas are not available on a Redis Cluster store: run "
+                             "the cluster with replica nodes, or use the SQLite shards")
+
+    def primary(self, shard: int) -> _NodeClient:
+        return self._clients[shard]
+
+    def reader(self, shard: int, *, use_replicas: bool) -> _NodeClient:
+        return self._clients[shard]
+
+    def workers(self) -> list[WorkerInfo]:
+        return [WorkerInfo(i, 0, pid, True, 0, c.in_flight)
+                for i, (pid, c) in enumerate(zip(self.pids, self._clients, strict=True))]
