@@ -169,3 +169,37 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
 
     streams = sum(redis.Redis(host=state.host, port=p).dbsize() for p in state.ports)
     assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets
+
+
+def test_client_follows_moved_after_a_slot_changes_owner(cluster):
+    """Reshard one slot under a client that loaded the old map: its command is redirected
+    (MOVED), it follows, updates its map, and reports no error."""
+    import asyncio
+
+    import redis
+
+    from hotshard.cluster.resp import RespCluster, encode_command
+
+    state = cluster(3)
+    key = "chat:{moving}"
+    admin = [redis.Redis(host=state.host, port=p, decode_responses=True) for p in state.ports]
+    slot = int(admin[0].execute_command("CLUSTER", "KEYSLOT", key))
+    client = RespCluster(state.host, state.ports[0])
+    client.refresh()
+    old = client.node_of(key)
+    target_port = next(p for p in state.ports if f"{state.host}:{p}" != old)
+    target_id = redis.Redis(host=state.host, port=target_port,
+                            decode_responses=True).execute_command("CLUSTER", "MYID")
+    for a in admin:  # move the (empty) slot: every node is told its new owner
+        a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+
+    async def write() -> tuple:
+        try:
+            return await client.call(key, encode_command(["XADD", key, "*", "a", "b"]))
+        finally:
+            await client.aclose()
+
+    error, _ = asyncio.run(write())
+    assert error is None and client.redirects >= 1
+    assert client.node_of(key) == f"{state.host}:{target_port}"
+    assert redis.Redis(host=state.host, port=target_port).xlen(key) == 1
