@@ -73,18 +73,21 @@ class RedisClusterTarget:
         store_key = next(a for a, w in zip(args, words, strict=True) if "{key}" in w)
         return store_key, encode_command(args)
 
-    async def send(self, command: tuple[str, bytes]) -> tuple[int, str | None]:
+    async def send(self, command: tuple[str, bytes]) -> tuple[int, str | None, float]:
         client = await self._connect()
         key, data = command
+        import asyncio
+
         from hotshard.cluster.resp import RespError
         from hotshard.drive.transport import TransportError
 
         node = client.node_of(key)
+        written = asyncio.get_running_loop().time()
         try:
             error = await client.execute(key, data)
         except RespError as e:
             raise TransportError(e.kind) from None
-        return (500 if error else 200), node
+        return (500 if error else 200), node, written
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -11,6 +11,7 @@ opened as concurrency needs them.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import re
 import ssl
@@ -22,6 +23,7 @@ from hotshard.errors import InputError
 __all__ = ["HttpTarget", "RequestTemplate", "TransportError", "parse_template"]
 
 _METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD")
+MAX_OPENING = 16  # connections being opened at once
 
 
 class TransportError(Exception):
@@ -140,10 +142,13 @@ class HttpTarget:
     url : the origin, ``http://host:port`` (a path prefix is kept).
     read, write : templates such as ``GET /channels/{key}/messages?limit=50``.
     timeout : seconds before a request counts as a ``timeout`` error.
+    max_connections : connections open at most; a request beyond waits for one (and that
+        wait is the driver's dispatch lag).
     """
 
     def __init__(self, url: str, *, read: str = "GET /channels/{key}/messages?limit=50",
-                 write: str = "POST /channels/{key}/messages", timeout: float = 30.0) -> None:
+                 write: str = "POST /channels/{key}/messages", timeout: float = 30.0,
+                 max_connections: int = 1024) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InputError(f"target must be an http:// or https:// URL, got {url!r}")
@@ -159,6 +164,10 @@ class HttpTarget:
         self.write = parse_template(write, "write")
         self.timeout = timeout
         self._idle: list[_Connection] = []
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
+        self._total = 0      # connections open or opening
+        self._opening = 0
+        self.max_connections = max_connections
         host = self.host if ":" not in self.host else f"[{self.host}]"
         self._host_header = host if parts.port is None else f"{host}:{self.port}"
 
@@ -171,6 +180,7 @@ class HttpTarget:
             raise InputError(f"cannot reach {self.url}: {reason}; is the service running?"
                              ) from None
         self._idle.append(conn)
+        self._total += 1
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -190,33 +200,82 @@ class HttpTarget:
             lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
         return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
-    async def send(self, data: bytes) -> tuple[int, str | None]:
-        """(HTTP status, X-Shard) of one request; TransportError below HTTP."""
-        conn = None
-        while self._idle:
-            candidate = self._idle.pop()
-            if not candidate.closed:
-                conn = candidate
-                break
-        if conn is None:
+    async def prewarm(self, connections: int) -> None:
+        """Open ``connections`` before the run starts (a connect costs several times a
+        request on an open connection, and thousands at once swamp the target's accept)."""
+        while self._total < min(connections, self.max_connections):
+            batch = min(MAX_OPENING, connections - self._total)
+            self._total += batch
             try:
-                conn = await asyncio.wait_for(self._connect(), self.timeout)
-            except TimeoutError:
-                raise TransportError("connect timeout") from None
-            except OSError as e:
-                raise TransportError("connection refused" if isinstance(
-                    e, ConnectionRefusedError) else "connect error") from None
-        try:
-            result = await conn.exchange(data, self.timeout)
-        except TransportError:
-            if conn.transport is not None:
-                conn.transport.close()
-            raise
+                opened = await asyncio.gather(*(self._connect() for _ in range(batch)))
+            except (OSError, TimeoutError):
+                self._total -= batch
+                raise TransportError("connect error") from None
+            self._idle.extend(opened)
+
+    async def _acquire(self) -> _Connection:
+        """An idle connection, a new one (at most MAX_OPENING opening at once, at most
+        ``max_connections`` in all), or the next one released."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+                self._total -= 1
+            if self._opening < MAX_OPENING and self._total < self.max_connections:
+                self._opening += 1
+                self._total += 1
+                try:
+                    return await asyncio.wait_for(self._connect(), self.timeout)
+                except TimeoutError:
+                    self._total -= 1
+                    raise TransportError("connect timeout") from None
+                except OSError as e:
+                    self._total -= 1
+                    raise TransportError("connection refused" if isinstance(
+                        e, ConnectionRefusedError) else "connect error") from None
+                finally:
+                    self._opening -= 1
+                    self._wake(None)
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            conn = await waiter
+            if conn is not None and not conn.closed:
+                return conn
+
+    def _wake(self, conn: _Connection | None) -> bool:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return True
+        return False
+
+    def _release(self, conn: _Connection) -> None:
         if conn.keep_alive and not conn.closed:
-            self._idle.append(conn)
-        elif conn.transport is not None:
+            if not self._wake(conn):
+                self._idle.append(conn)
+            return
+        if conn.transport is not None:
             conn.transport.close()
-        return result
+        self._total -= 1
+        self._wake(None)
+
+    async def send(self, data: bytes) -> tuple[int, str | None, float]:
+        """(HTTP status, X-Shard, loop time the request was written) of one request;
+        TransportError below HTTP. Waiting for a connection happens before the write time,
+        so it counts as the driver's dispatch lag, not the target's service time."""
+        conn = await self._acquire()
+        written = asyncio.get_running_loop().time()
+        try:
+            status, shard = await conn.exchange(data, self.timeout)
+        except TransportError:
+            conn.keep_alive = False
+            self._release(conn)
+            raise
+        self._release(conn)
+        return status, shard, written
 
     async def aclose(self) -> None:
         self.close()
