@@ -164,7 +164,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
         r = svc.post("/admin/mitigations", json={"replicas": 1})
-        assert r.status_code == 400 and "Redis Cluster" in r.json()["error"]
+        assert r.status_code == 400 and "cluster up --replicas 1" in r.json()["error"]
     import redis
 
     streams = sum(redis.Redis(host=state.host, port=p).dbsize() for p in state.ports)
@@ -203,3 +203,35 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     assert error is None and client.redirects >= 1
     assert client.node_of(key) == f"{state.host}:{target_port}"
     assert redis.Redis(host=state.host, port=target_port).xlen(key) == 1
+
+
+def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
+    """`cluster up --replicas 1`; serve --store --replicas 1 reads the hot channel from the
+    master and its replica in turn (the replica's own command count rises)."""
+    import redis
+
+    from tests.service._traffic import serve
+
+    base = _free_base(6)
+    state = local.up(tmp_path / "c", nodes=3, port=base, replicas=1, persist=False)
+    try:
+        assert len(state.ports) == 6
+        store = f"redis-cluster://127.0.0.1:{base}"
+        replicas = local.replica_map(store)
+        assert all(len(r) == 1 for r in replicas.values()) and len(replicas) == 3
+        with serve(tmp_path / "data", "--store", store, "--replicas", "1",
+                   "--hot-channels", "hot1") as svc:
+            shard = int(svc.post("/channels/hot1/messages",
+                                 json={"user": "u", "body": "x"}).headers["x-shard"])
+            node = sorted(replicas, key=lambda a: int(a.rsplit(":", 1)[1]))[shard]
+            replica_port = int(replicas[node][0].rsplit(":", 1)[1])
+            before = redis.Redis(port=replica_port).info("commandstats").get(
+                "cmdstat_xrevrange", {}).get("calls", 0)
+            time.sleep(0.2)  # asynchronous replication: let the write reach the replica
+            pages = [svc.get("/channels/hot1/messages").json()["messages"] for _ in range(20)]
+            after = redis.Redis(port=replica_port).info("commandstats").get(
+                "cmdstat_xrevrange", {}).get("calls", 0)
+        assert after - before >= 5  # the replica served some of the 20 reads
+        assert all(len(p) == 1 for p in pages), [len(p) for p in pages]
+    finally:
+        local.down(tmp_path / "c")

@@ -29,15 +29,19 @@ def cluster():
               help="Port of the first node; node i listens on PORT+i (bus: +10000).")
 @click.option("--dir", "directory", default="hotshard-cluster", show_default=True,
               help="Where the nodes keep their files and cluster.json records their pids.")
+@click.option("--replicas", type=click.IntRange(0, 5), default=0, show_default=True,
+              help="Replica nodes per master (ports after the masters'); reads may use them.")
 @click.option("--no-persist", is_flag=True,
               help="No append-only file (default: appendonly yes, fsync everysec).")
-def up(nodes, port, directory, no_persist):
+def up(nodes, port, directory, replicas, no_persist):
     """Start N nodes on 127.0.0.1, assign the slots, wait for cluster_state:ok."""
     from hotshard.cli._console import note
     from hotshard.cluster.local import up as start
 
-    state = start(directory, nodes=nodes, port=port, persist=not no_persist)
-    note(f"{nodes} nodes on 127.0.0.1:{state.ports[0]}-{state.ports[-1]} (pids "
+    state = start(directory, nodes=nodes, port=port, persist=not no_persist,
+                  replicas=replicas)
+    note(f"{nodes} masters" + (f" + {nodes * replicas} replicas" if replicas else "")
+         + f" on 127.0.0.1:{state.ports[0]}-{state.ports[-1]} (pids "
          f"{', '.join(map(str, state.pids))}); stop with `hotshard cluster down --dir "
          f"{directory}`")
     click.echo(state.url)

@@ -125,8 +125,11 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 
 def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
-       host: str = "127.0.0.1", persist: bool = True, timeout: float = 30.0) -> ClusterState:
-    """Start an N-node cluster; return once every node reports ``cluster_state:ok``.
+       host: str = "127.0.0.1", persist: bool = True, timeout: float = 30.0,
+       replicas: int = 0) -> ClusterState:
+    """Start an N-master cluster (and ``replicas`` replica nodes per master, on the ports
+    after the masters'); return once every node reports ``cluster_state:ok`` and every replica
+    has synced with its master.
 
     Raises
     ------
@@ -136,6 +139,10 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
     """
     if not 1 <= nodes <= 1000:
         raise InputError(f"nodes must be in 1..1000, got {nodes}")
+    if not 0 <= replicas <= 5:
+        raise InputError(f"replicas must be in 0..5 per master, got {replicas}")
+    masters = nodes
+    nodes = masters * (1 + replicas)
     if not 1 <= port <= 65535 - BUS_OFFSET - nodes:
         raise InputError(f"port must leave room for {nodes} nodes and their bus ports "
                          f"(+{BUS_OFFSET}), got {port}")
@@ -182,11 +189,22 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
                 return bool(_client(host, p).ping())
 
             _wait(answers, timeout, f"node {host}:{p} did not answer")
-        for p, (first, last) in zip(ports, even_slot_ranges(nodes), strict=True):
+        for p, (first, last) in zip(ports[:masters], even_slot_ranges(masters), strict=True):
             _client(host, p).execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
         first_node = _client(host, ports[0])
         for p in ports[1:]:
             first_node.execute_command("CLUSTER", "MEET", host, p)
+        if replicas:
+            ids = {p: _client(host, p).execute_command("CLUSTER", "MYID") for p in ports}
+
+            def everyone_knows_everyone() -> bool:
+                return all(f"cluster_known_nodes:{nodes}" in str(
+                    _client(host, p).execute_command("CLUSTER", "INFO")) for p in ports)
+
+            _wait(everyone_knows_everyone, timeout, "the nodes did not meet")
+            for k, p in enumerate(ports[masters:]):
+                master = ports[k % masters]
+                _client(host, p).execute_command("CLUSTER", "REPLICATE", ids[master])
 
         def all_ok() -> bool:
             for p in ports:
@@ -198,6 +216,18 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
             return True
 
         _wait(all_ok, timeout, "the cluster did not reach cluster_state:ok")
+        if replicas:
+            def synced() -> bool:
+                return all(_client(host, p).info("replication").get("master_link_status")
+                           == "up" for p in ports[masters:])
+
+            _wait(synced, timeout, "the replicas did not sync with their masters")
+
+            def announced() -> bool:  # every node's slot map lists the replicas (gossip)
+                return all(len(r[3]) == replicas for p in ports
+                           for r in _slots_with_replicas(host, p))
+
+            _wait(announced, timeout, "the replicas were not announced to every node")
         return state
     except BaseException:
         for pr in procs:
@@ -270,6 +300,11 @@ def _parse_address(url: str) -> tuple[str, int]:
 
 def _slots(host: str, port: int) -> list[tuple[int, int, str]]:
     """CLUSTER SLOTS as (first, last, "host:port" of the master)."""
+    return [(a, b, master) for a, b, master, _ in _slots_with_replicas(host, port)]
+
+
+def _slots_with_replicas(host: str, port: int) -> list[tuple[int, int, str, tuple[str, ...]]]:
+    """CLUSTER SLOTS as (first, last, master address, replica addresses)."""
     import redis
 
     try:
@@ -289,11 +324,23 @@ def _slots(host: str, port: int) -> list[tuple[int, int, str]]:
     if isinstance(rows, dict):  # redis-py may parse CLUSTER SLOTS into {(a, b): {...}}
         for (a, b), desc in rows.items():
             primary = desc["primary"]
-            out.append((int(a), int(b), f"{primary[0] or host}:{primary[1]}"))
+            replicas = tuple(f"{r[0] or host}:{r[1]}" for r in desc.get("replicas", []))
+            out.append((int(a), int(b), f"{primary[0] or host}:{primary[1]}", replicas))
     else:
         for row in rows:
-            out.append((int(row[0]), int(row[1]), f"{row[2][0] or host}:{row[2][1]}"))
+            replicas = tuple(f"{r[0] or host}:{r[1]}" for r in row[3:])
+            out.append((int(row[0]), int(row[1]), f"{row[2][0] or host}:{row[2][1]}",
+                        replicas))
     return sorted(out)
+
+
+def replica_map(url: str) -> dict[str, tuple[str, ...]]:
+    """Each master's replica addresses, from a live CLUSTER SLOTS."""
+    host, port = _parse_address(url)
+    out: dict[str, tuple[str, ...]] = {}
+    for _, _, master, replicas in _slots_with_replicas(host, port):
+        out[master] = tuple(sorted(set(out.get(master, ())) | set(replicas), key=_node_key))
+    return out
 
 
 def _node_key(address: str) -> tuple[str, int]:

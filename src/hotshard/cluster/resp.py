@@ -96,6 +96,8 @@ class RespCluster:
         self.timeout = timeout
         self.slot_node: list[str] = []
         self._pools: dict[str, list[_Conn]] = {}
+        self.replicas: dict[str, tuple[str, ...]] = {}
+        self._turn = 0
         self._locks: dict[str, asyncio.Lock] = {}
         self._slot_cache: dict[str, int] = {}
         self.redirects = 0
@@ -104,10 +106,12 @@ class RespCluster:
         """Load CLUSTER SLOTS (synchronously: at start, and after a MOVED)."""
         import numpy as np
 
-        from hotshard.cluster.local import live_slot_map
+        from hotshard.cluster.local import live_slot_map, replica_map
 
-        slot_node, nodes = live_slot_map(f"redis://{self.host}:{self.port}")
+        url = f"redis://{self.host}:{self.port}"
+        slot_node, nodes = live_slot_map(url)
         self.slot_node = [nodes[i] for i in np.asarray(slot_node).tolist()]
+        self.replicas = replica_map(url)
 
     def slot(self, key: str) -> int:
         slot = self._slot_cache.get(key)
@@ -145,6 +149,8 @@ class RespCluster:
                         self.timeout)
                 except (OSError, TimeoutError):
                     raise RespError("connection error") from None
+                if node not in self.slot_node:  # a replica: it serves reads after READONLY
+                    conn.request(encode_command(("READONLY",)))
                 pool.append(conn)
             self._pools[node] = pool
         return pool[hash(key) % len(pool)]
@@ -154,11 +160,17 @@ class RespCluster:
         error, _ = await self.call(key, data)
         return error
 
-    async def call(self, key: str, data: bytes) -> tuple[str | None, Any]:
-        """(error reply or None, the decoded reply) of ``data``, a command on ``key``."""
+    async def call(self, key: str, data: bytes, *, replica: bool = False
+                   ) -> tuple[str | None, Any]:
+        """(error reply or None, the decoded reply) of ``data``, a command on ``key``; with
+        ``replica``, a read served in turn by the key's master and its replicas."""
         import hiredis
 
         node = self.node_of(key)
+        if replica and self.replicas.get(node):
+            choices = (node, *self.replicas[node])
+            self._turn += 1
+            node = choices[self._turn % len(choices)]
         asking = False
         for _ in range(MAX_REDIRECTS):
             conn = await self._conn(node, key)

@@ -9,7 +9,9 @@ by the gateway (time-ordered, the node's number in the low 10 bits, as the SQLit
 and written as the stream entry id ``<ms>-<low 22 bits>``, so paging by ``before`` is an
 exclusive ``XREVRANGE``. Durability is Redis's: a write is acknowledged once the node applied
 it; with ``appendfsync everysec`` a crash of the machine (not of the process) can lose up to
-about a second of acknowledged writes.
+about a second of acknowledged writes. Read replicas are the cluster's own replica nodes
+(``cluster up --replicas R``), read with READONLY: Redis replicates asynchronously, so a
+replica read can miss the last writes (typically under a millisecond on loopback).
 """
 
 from __future__ import annotations
@@ -43,11 +45,14 @@ def _from_stream_id(raw: bytes) -> int:
 class _NodeClient:
     """What ChatService calls on a shard (the ShardClient interface), on one master node."""
 
-    def __init__(self, backend: RedisBackend, node: int) -> None:
+    def __init__(self, backend: RedisBackend, node: int, *, replica_reads: bool = False,
+                 ids: _NodeClient | None = None) -> None:
         self.backend = backend
         self.node = node
         self.in_flight = 0
         self._last_id = 0
+        self.replica_reads = replica_reads
+        self._ids = ids  # a reader shares its primary's id sequence (it never writes)
 
     def _next_id(self, now_ms: int) -> int:
         nxt = max(now_ms << SEQUENCE_BITS, self._last_id + 1)
@@ -59,7 +64,8 @@ class _NodeClient:
         from hotshard.cluster.resp import RespError, encode_command
 
         try:
-            error, reply = await self.backend.client.call(key, encode_command(args))
+            error, reply = await self.backend.client.call(key, encode_command(args),
+                                                          replica=self.replica_reads)
         except RespError as e:
             raise ShardUnavailable(f"node {self.node} is unreachable ({e.kind})") from None
         if error is not None:
@@ -151,20 +157,34 @@ class RedisBackend:
             except Exception:
                 self.pids.append(None)
         self._clients = [_NodeClient(self, i) for i in range(len(self.nodes))]
+        self._readers = [_NodeClient(self, i, replica_reads=True)
+                         for i in range(len(self.nodes))]
 
     async def stop(self) -> None:
         if self.client is not None:
             await self.client.aclose()
 
+    def available_replicas(self) -> int:
+        """Replica nodes of the master with the fewest (what replica reads can use)."""
+        counts = [len(self.client.replicas.get(n, ())) for n in self.nodes]
+        return min(counts) if counts else 0
+
     async def set_replicas(self, replicas: int) -> None:
-        if replicas:
-            raise InputError("read replicas are not available on a Redis Cluster store: run "
-                             "the cluster with replica nodes, or use the SQLite shards")
+        """Reads of hot channels from the cluster's own replica nodes (READONLY): the
+        cluster must have been started with them (`cluster up --replicas R`)."""
+        have = self.available_replicas()
+        if replicas > have:
+            raise InputError(f"this cluster has {have} replica node(s) per master, not "
+                             f"{replicas}: start it with `hotshard cluster up --replicas "
+                             f"{replicas}`")
+        self.replicas = replicas
 
     def primary(self, shard: int) -> _NodeClient:
         return self._clients[shard]
 
     def reader(self, shard: int, *, use_replicas: bool) -> _NodeClient:
+        if use_replicas and self.replicas:
+            return self._readers[shard]
         return self._clients[shard]
 
     def workers(self) -> list[WorkerInfo]:

@@ -83,8 +83,6 @@ def open_data_dir(config: ServeConfig) -> DataDir:
             if config.partitioner != "redis-cluster":
                 raise InputError("a Redis Cluster store places channels by its own slot map: "
                                  "give no other --partitioner with --store")
-            if config.mitigations.replicas:
-                raise InputError("read replicas are not available on a Redis Cluster store")
             from hotshard.cluster.local import live_slot_map
 
             slot_node, _ = live_slot_map(config.store)
@@ -160,6 +158,8 @@ async def running_service(config: ServeConfig, data: DataDir, *,
                                 max_body_bytes=config.max_body_bytes)
     try:
         await supervisor.start()
+        if config.store and config.mitigations.replicas:
+            await supervisor.set_replicas(config.mitigations.replicas)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
                            max_body_bytes=config.max_body_bytes)
