@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "cluster": ("hotshard.cli.cluster", "cluster",
                 "A local Redis Cluster: up, status, down."),
     "drive": ("hotshard.cli.drive", "drive",
-              "Open-loop HTTP load with honest latency, per shard."),
+              "Open-loop load (HTTP, Redis Cluster), honest latency."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }
