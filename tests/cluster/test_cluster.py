@@ -131,7 +131,7 @@ def test_wrong_inputs(tmp_path):
 
 
 def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_path):
-    from tests.service._traffic import serve
+    from tests.service._traffic import all_pages, serve
 
     state = cluster(3)
     store = f"redis-cluster://127.0.0.1:{state.ports[0]}"
@@ -152,15 +152,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
             if i % 15 == 14:
                 time.sleep(0.05)  # the 20 ms time slot moves on
         assert len(nodes) >= 2
-        seen, before = [], None
-        while True:
-            page = svc.get("/channels/big/messages",
-                           params={"limit": 6} | ({"before": before} if before else {})).json()
-            seen += [m["id"] for m in page["messages"]]
-            before = page["next_before"]
-            if before is None:
-                break
-        assert seen == written[::-1]
+        assert all_pages(svc, "big", limit=6) == written[::-1]
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
         r = svc.post("/admin/mitigations", json={"replicas": 1})

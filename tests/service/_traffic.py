@@ -96,20 +96,17 @@ def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
             stream.close()
 
 
-def worker_pids(stats: dict) -> dict[tuple[int, int], int]:
-    """(shard, replica) -> pid of every worker process in a /stats document."""
-    pids = {}
-    for shard in stats["shards"]:
-        pids[(shard["id"], 0)] = shard["pid"]
-        for rep in shard["replicas"]:
-            pids[(shard["id"], rep["replica"])] = rep["pid"]
-    return pids
-
-
-def cpu_seconds(pid: int) -> float:
-    """User+system CPU seconds of a process (read independently of the service's own meter)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def all_pages(svc: Service, channel: str, limit: int) -> list[int]:
+    """Every message id of a channel, newest first, paging by ``next_before``."""
+    seen: list[int] = []
+    before = None
+    while True:
+        params = {"limit": limit} | ({"before": before} if before else {})
+        page = svc.get(f"/channels/{channel}/messages", params=params).json()
+        seen += [m["id"] for m in page["messages"]]
+        before = page["next_before"]
+        if before is None:
+            return seen
 
 
 @dataclass

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import run_cli
-from tests.service._traffic import serve, wait_healthy
+from tests.service._traffic import all_pages, serve, wait_healthy
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +41,7 @@ def test_write_then_read_round_trip_newest_first(svc):
 
 def test_paging_with_before_visits_every_message_once(svc):
     written = [post(svc, "pager", body=f"b{i}").json()["id"] for i in range(23)]
-    seen, before = [], None
-    while True:
-        params = {"limit": 5} | ({"before": before} if before else {})
-        page = svc.get("/channels/pager/messages", params=params).json()
-        seen += [m["id"] for m in page["messages"]]
-        before = page["next_before"]
-        if before is None:
-            break
-    assert seen == written[::-1]
+    assert all_pages(svc, "pager", limit=5) == written[::-1]
 
 
 @pytest.mark.parametrize("channel", ["4711", "982", "general", "chan:eu-1"])
@@ -153,7 +145,6 @@ def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
 def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
     with serve(tmp_path / "data", "--shards", "4", "--split", "4", "--split-bucket", "0.02",
                "--hot-channels", "big,other") as svc:
-        before_split = None
         written, shards = [], set()
         for i in range(60):
             r = post(svc, "big", body=f"m{i}")
@@ -163,15 +154,7 @@ def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
             if i % 15 == 14:
                 time.sleep(0.05)  # let the 20 ms time slot move on: writes rotate buckets
         assert len(shards) >= 2, shards  # the channel's writes really went to several shards
-        seen, before = [], before_split
-        while True:
-            params = {"limit": 7} | ({"before": before} if before else {})
-            page = svc.get("/channels/big/messages", params=params).json()
-            seen += [m["id"] for m in page["messages"]]
-            before = page["next_before"]
-            if before is None:
-                break
-        assert seen == written[::-1]
+        assert all_pages(svc, "big", limit=7) == written[::-1]
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert len(set(plan["shards"])) == 4  # four sub-partitions on four different shards
         for key, shard in zip(plan["keys"], plan["shards"], strict=True):

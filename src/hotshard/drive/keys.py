@@ -19,13 +19,13 @@ from numpy.typing import NDArray
 
 from hotshard.drive.schedule import BLOCK
 from hotshard.errors import HotshardError, InputError
+from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES
 
 __all__ = ["KeySource", "load_keys"]
 
 _KEY_STREAM = 0xC0DE
 _OP_STREAM = 0x0B5
 DEFAULT_READ_RATIO = 0.9  # a chat-history service: reads of recent history dominate
-DEFAULT_SIZE = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
 
 
 @dataclass
@@ -135,7 +135,7 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> K
             ops = (names.index("read"), head_cum, tail_cum)
         sizes = (profile.sizes or {}).get("quantiles") if isinstance(profile.sizes, dict) \
             else None
-        return KeySource(spec, "profile", seed, read_ratio, dict(sizes or DEFAULT_SIZE),
+        return KeySource(spec, "profile", seed, read_ratio, dict(sizes or DEFAULT_SIZE_QUANTILES),
                          sampler, ops)
     from hotshard.workload.generate import parse_dist
 
@@ -143,4 +143,5 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> K
         sampler = parse_dist(spec)
     except HotshardError as e:
         raise InputError(f"keys {spec!r}: not a profile file, and {e}") from None
-    return KeySource(spec, spec.split(":")[0], seed, read_ratio, dict(DEFAULT_SIZE), sampler)
+    return KeySource(spec, spec.split(":")[0], seed, read_ratio,
+                     dict(DEFAULT_SIZE_QUANTILES), sampler)

@@ -30,7 +30,6 @@ __all__ = ["DriveConfig", "DriveResult", "drive"]
 
 DEFAULT_HTTP_READ = "GET /channels/{key}/messages?limit=50"
 DEFAULT_HTTP_WRITE = "POST /channels/{key}/messages"
-START_LEAD_S = 0.5     # processes agree on a start this far ahead
 DRAIN_S = 30.0         # after the schedule ends, wait this long for requests still out
 
 
@@ -321,7 +320,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
     before = _stats(config.url)
-    start_epoch = time.time() + START_LEAD_S  # replaced by the instant the run really starts
+    start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
     interrupted = False
     sent = 0

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hotshard.errors import InputError
 from hotshard.service.chat import ChatService
 from hotshard.service.router import CHANNEL_PATTERN
-from hotshard.service.stats import CpuMeter, process_cpu_seconds
+from hotshard.service.stats import CpuMeter, LatencyHistogram, process_cpu_seconds
 from hotshard.service.store import MAX_ID, MAX_LIMIT, MAX_USER_CHARS
 from hotshard.service.supervisor import ShardError, ShardUnavailable
 
@@ -282,12 +282,12 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
     by_shard: dict[int, list] = {}
     for w in service.supervisor.workers():
         by_shard.setdefault(w.shard, []).append(w)
-    hop = None
+    hop = LatencyHistogram()  # every shard's hop, merged
     shards = []
     for shard, workers in sorted(by_shard.items()):
         c = service.counters[shard]
         window = c.latency.snapshot()
-        hop = c.hop if hop is None else _merged(hop, c.hop)
+        hop.merge(c.hop)
         processes = [{
             "replica": w.replica, "pid": w.pid, "up": w.up, "restarts": w.restarts,
             "cpu_percent": _round(cpu.get(w.pid)) if w.pid else None,
@@ -311,8 +311,8 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             "gateway_cpu_percent": _round(cpu.get(os.getpid())),
             "mitigations": service.mitigations.to_dict(),
             "split_channels": len(service.splits),
-            "hop_p50_ms": _ms(hop.percentile(50)) if hop and hop.count else None,
-            "hop_p99_ms": _ms(hop.percentile(99)) if hop and hop.count else None,
+            "hop_p50_ms": _ms(hop.percentile(50)),
+            "hop_p99_ms": _ms(hop.percentile(99)),
             "latency_window_s": service.counters[0].latency.window_s if shards else None,
             "cache": {"hits": service.cache.hits, "misses": service.cache.misses,
                       "entries": service.cache.size},
@@ -323,11 +323,3 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
-
-def _merged(a: Any, b: Any) -> Any:
-    from hotshard.service.stats import LatencyHistogram
-
-    out = LatencyHistogram()
-    out.merge(a)
-    out.merge(b)
-    return out

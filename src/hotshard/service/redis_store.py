@@ -45,14 +45,13 @@ def _from_stream_id(raw: bytes) -> int:
 class _NodeClient:
     """What ChatService calls on a shard (the ShardClient interface), on one master node."""
 
-    def __init__(self, backend: RedisBackend, node: int, *, replica_reads: bool = False,
-                 ids: _NodeClient | None = None) -> None:
+    def __init__(self, backend: RedisBackend, node: int, *,
+                 replica_reads: bool = False) -> None:
         self.backend = backend
         self.node = node
         self.in_flight = 0
         self._last_id = 0
         self.replica_reads = replica_reads
-        self._ids = ids  # a reader shares its primary's id sequence (it never writes)
 
     def _next_id(self, now_ms: int) -> int:
         nxt = max(now_ms << SEQUENCE_BITS, self._last_id + 1)

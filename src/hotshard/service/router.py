@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hotshard.errors import InputError
-from hotshard.shards import LAYOUT_FILE, PARTITIONERS, resolve_key_type
+from hotshard.shards import LAYOUT_FILE, PARTITIONERS, keys_look_integer, resolve_key_type
 
 __all__ = ["CHANNEL_PATTERN", "DEFAULT_PARTITIONER", "Router", "check_channel"]
 
@@ -24,7 +24,6 @@ DEFAULT_PARTITIONER = "kafka"
 # time-bucket sub-partition, no '/', no spaces); at most 128 characters.
 CHANNEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$"
 _CHANNEL = re.compile(CHANNEL_PATTERN)
-_INT64 = re.compile(r"-?[0-9]+")
 _CACHE_LIMIT = 1 << 20
 
 
@@ -34,10 +33,6 @@ def check_channel(channel: object) -> str:
         raise InputError(f"channel must be 1-128 characters of letters, digits and . _ : - "
                          f"starting with a letter or digit, got {str(channel)[:140]!r}")
     return channel
-
-
-def _is_int64(key: str) -> bool:
-    return bool(_INT64.fullmatch(key)) and -(2**63) <= int(key) < 2**63
 
 
 class Router:
@@ -75,7 +70,7 @@ class Router:
     def key_type(self, key: str) -> str:
         """How the store types ``key``: bigint or text (the one rule)."""
         return resolve_key_type(self.name, self.requested_key_type,
-                                integer_keys=_is_int64(key))
+                                integer_keys=keys_look_integer([key]))
 
     def shard_of(self, key: str) -> int:
         """The shard of one key (cached: the partitioners are vectorised, calls are not)."""
@@ -93,7 +88,8 @@ class Router:
         each go through their partitioner in one call."""
         keys = [str(k) for k in keys]
         out = np.empty(len(keys), dtype=np.int64)
-        is_int = np.fromiter((_is_int64(k) for k in keys), dtype=bool, count=len(keys))
+        is_int = np.fromiter((keys_look_integer([k]) for k in keys), dtype=bool,
+                             count=len(keys))
         for flag in (True, False):
             index = np.flatnonzero(is_int == flag)
             if index.size:
