@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hotshard._atomic import atomic_write
+from hotshard._atomic import atomic_write, check_writable
 from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
 
-__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency", "rank_frequency_figure"]
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 
@@ -38,16 +42,18 @@ def _tail_ranks(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     return edges, np.append(counts, counts[-1]) if counts.size else counts
 
 
-def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
-                        title: str | None = None) -> None:
-    """Draw the rank-frequency curve on log-log axes; write PNG, SVG or PDF atomically."""
-    fmt = image_format(path)
-    import matplotlib
+def rank_frequency_figure(profile: Profile, *, title: str | None = None) -> Figure:
+    """The figure ``plot_rank_frequency`` saves: head points, tail steps, the fitted law.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Log-log axes of events per key against key rank: the head's exact counts, the tail's
+    count-of-counts histogram as steps, the fitted discrete power law (when the profile records
+    the tail's size) and the level every key would have under uniform keys. The figure is not
+    attached to pyplot, so it needs no closing.
+    """
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    fig = Figure(figsize=(7, 4.5), dpi=120)
+    ax = fig.add_subplot()
     head = profile.head_counts
     if head.size:
         ax.loglog(np.arange(1, head.size + 1), head, "o", ms=3, color="#c0392b",
@@ -66,6 +72,8 @@ def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
                   label=f"fitted power law: alpha {pl['alpha']:.2f}, xmin {int(pl['xmin'])}")
     uniform = profile.events / profile.keys
     ax.axhline(uniform, color="#7f8c8d", lw=1, ls=":", label="uniform keys (every key equal)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("key rank")
     ax.set_ylabel("events per key")
     ax.set_title(title or f"{profile.source.get('key', 'key')}: {int(profile.events):,} events, "
@@ -73,6 +81,23 @@ def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
+                        title: str | None = None) -> None:
+    """Draw the rank-frequency curve on log-log axes; write PNG, SVG or PDF atomically.
+
+    Raises
+    ------
+    InputError
+        The file name is not .png, .svg or .pdf, or the file cannot be written.
+    """
+    fmt = image_format(path)
+    check_writable(path)  # fail before drawing
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = rank_frequency_figure(profile, title=title)
     with atomic_write(path, "wb") as handle:
         fig.savefig(handle, format=fmt)
-    plt.close(fig)
