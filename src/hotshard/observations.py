@@ -33,6 +33,7 @@ __all__ = [
     "ObservationsError",
     "ShardObservation",
     "load",
+    "salvage",
 ]
 
 FORMAT = "hotshard.observations/1"
@@ -541,24 +542,36 @@ class Observations:
             The file is missing, empty, not JSON or not valid observations; the message starts
             with the path.
         """
-        p = require_file(path, what="file of observations", error=ObservationsError)
+        doc = _read_json(path)
         try:
-            text = p.read_text(encoding="utf-8-sig")
-        except UnicodeDecodeError:
-            raise ObservationsError(f"{path}: observations: not JSON (not UTF-8 text)") from None
-        except OSError as exc:
-            raise ObservationsError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if not text.strip():
-            raise ObservationsError(f'{path}: observations: the file is empty; expected a JSON '
-                                    f'object with "format" and "label"')
-        try:
-            doc = json.loads(text, object_pairs_hook=_no_duplicates)
             return cls.from_dict(doc)
-        except json.JSONDecodeError as exc:
-            raise ObservationsError(
-                f"{path}: observations: not JSON (line {exc.lineno}: {exc.msg})") from None
         except ObservationsError as exc:
             raise ObservationsError(f"{path}: {exc}") from None
+
+    @classmethod
+    def load_salvaged(cls, path: str | os.PathLike[str]
+                      ) -> tuple[Observations, tuple[str, ...]]:
+        """Read a file keeping every valid field and dropping the malformed ones.
+
+        For readers that judge what they can (``diagnose``, ``report``): a hand-written file
+        with one bad value should lose that value, not the whole run. Returns the
+        observations and one message per dropped field (empty when nothing was dropped).
+
+        Raises
+        ------
+        ObservationsError
+            The file is missing, empty or not JSON, or it is not ``hotshard.observations/1``
+            at all (no object, another format, no label): nothing to salvage.
+        """
+        doc = _read_json(path)
+        try:
+            return cls.from_dict(doc), ()
+        except ObservationsError as exc:
+            first = str(exc)
+        try:
+            return salvage(doc)
+        except ObservationsError as exc:
+            raise ObservationsError(f"{path}: {exc if str(exc) else first}") from None
 
     # -- views for diagnosis ---------------------------------------------------------------------
     @property
@@ -585,6 +598,89 @@ class Observations:
             if values is not None:
                 return self.shards[values.index(max(values))]
         return None
+
+
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    """The decoded JSON of an observations file; errors start with the path."""
+    p = require_file(path, what="file of observations", error=ObservationsError)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ObservationsError(f"{path}: observations: not JSON (not UTF-8 text)") from None
+    except OSError as exc:
+        raise ObservationsError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not text.strip():
+        raise ObservationsError(f'{path}: observations: the file is empty; expected a JSON '
+                                f'object with "format" and "label"')
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise ObservationsError(
+            f"{path}: observations: not JSON (line {exc.lineno}: {exc.msg})") from None
+    except ObservationsError as exc:
+        raise ObservationsError(f"{path}: {exc}") from None
+
+
+def _salvage_shard(doc: Any, i: int, problems: list[str]) -> dict[str, Any] | None:
+    where = f"shards[{i}]"
+    try:
+        ShardObservation.from_dict(doc, where=where)
+        return dict(doc)
+    except ObservationsError as exc:
+        if not isinstance(doc, Mapping) or doc.get("id") is None:
+            problems.append(f"{exc}; shard dropped")
+            return None
+    try:
+        ShardObservation.from_dict({"id": doc["id"]}, where=where)
+    except ObservationsError as exc:
+        problems.append(f"{exc}; shard dropped")
+        return None
+    kept: dict[str, Any] = {"id": doc["id"]}
+    for name, value in doc.items():
+        if name == "id":
+            continue
+        try:
+            ShardObservation.from_dict({**kept, name: value}, where=where)
+            kept[name] = value
+        except ObservationsError as exc:
+            problems.append(f"{exc}; ignored")
+    return kept
+
+
+def salvage(doc: Any) -> tuple[Observations, tuple[str, ...]]:
+    """Observations from a decoded document, keeping the valid fields and dropping the rest.
+
+    Returns the observations and one message per dropped value. A document that is not an
+    object, has another ``format`` or no valid ``label`` cannot be salvaged (ObservationsError).
+    """
+    try:
+        return Observations.from_dict(doc), ()
+    except ObservationsError:
+        pass
+    if not isinstance(doc, Mapping):
+        raise ObservationsError(f"observations must be a JSON object, {_got(doc)}")
+    base = {"format": doc.get("format"), "label": doc.get("label")}
+    Observations.from_dict(base)  # another format or no label: nothing to salvage
+    problems: list[str] = []
+    kept: dict[str, Any] = dict(base)
+    for name, value in doc.items():
+        if name in base:
+            continue
+        if name == "shards" and isinstance(value, list | tuple):
+            salvaged = (_salvage_shard(item, i, problems) for i, item in enumerate(value))
+            shards = [item for item in salvaged if item is not None]
+            try:
+                Observations.from_dict({**base, "shards": shards})
+                kept["shards"] = shards
+            except ObservationsError as exc:
+                problems.append(f"{exc}; shards ignored")
+            continue
+        try:
+            Observations.from_dict({**base, name: value})
+            kept[name] = value
+        except ObservationsError as exc:
+            problems.append(f"{exc}; ignored")
+    return Observations.from_dict(kept), tuple(problems)
 
 
 def _all_or_none(values: Iterable[Any]) -> tuple[Any, ...] | None:

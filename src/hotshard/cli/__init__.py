@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "A local Redis Cluster: up, status, down."),
     "drive": ("hotshard.cli.drive", "drive",
               "Open-loop load (HTTP, Redis Cluster), honest latency."),
+    "diagnose": ("hotshard.cli.diagnose", "diagnose",
+                 "Rank the explanations of a test that missed production."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }

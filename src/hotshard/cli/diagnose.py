@@ -1,0 +1,56 @@
+"""`hotshard diagnose`: which explanation fits the evidence, ranked, with next steps."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hotshard.cli._options import PARTITIONER_CHOICE
+
+
+@click.command()
+@click.argument("observations_path", metavar="OBS.json")
+@click.option("--baseline", "baseline_path", metavar="TEST_OBS.json",
+              help="The load test's observations, to compare production with.")
+@click.option("--profile", "profile_path", metavar="PROFILE",
+              help="Production's key profile (hotshard profile): decides whether keys are "
+                   "skewed at all, and drives the what-ifs.")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
+              help="The store's partitioner for the what-ifs [default: the one the "
+                   "observations name, else kafka].")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"ranking": [{"cause", "verdict", "score", "evidence"}], ...}.')
+def diagnose(observations_path, baseline_path, profile_path, partitioner, as_json):
+    """Rank the explanations of a load test that missed production's behaviour.
+
+    OBS.json holds production's observations (hotshard.observations/1: written by hotshard or
+    by hand from dashboards; every field but format and label is optional). Each cause gets a
+    verdict (fits / contradicted / cannot judge) with its evidence in numbers: key-skew (the
+    per-shard spread against what uniform keys can produce), coordinated-omission,
+    cache-warmth, network, payload-size, hot-node, no-hot-spot (uniform keys are right).
+    A malformed field is dropped with a note and the causes that needed it say so.
+
+    \b
+    Example:
+      hotshard diagnose examples/incident-production.json \\
+          --baseline examples/incident-loadtest.json --profile examples/incident.profile.json
+    """
+    from hotshard.diagnose.engine import diagnose as run_diagnose
+    from hotshard.diagnose.text import diagnosis_text
+    from hotshard.observations import Observations
+    from hotshard.profile.model import Profile
+
+    production, dropped = Observations.load_salvaged(observations_path)
+    problems = [f"{observations_path}: {p}" for p in dropped]
+    baseline = None
+    if baseline_path is not None:
+        baseline, dropped = Observations.load_salvaged(baseline_path)
+        problems += [f"{baseline_path}: {p}" for p in dropped]
+    profile = Profile.load(profile_path) if profile_path is not None else None
+    result = run_diagnose(production, baseline, profile=profile, partitioner=partitioner,
+                          problems=problems)
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+    else:
+        click.echo(diagnosis_text(result))

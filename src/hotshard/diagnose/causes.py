@@ -1,0 +1,424 @@
+"""One judge per explanation: the expert's reasoning, each verdict with its numbers.
+
+A judge reads the ``Evidence`` (observations, profile, and the statistics computed from them)
+and returns a ``Finding``. Judges never raise on missing data: what they lack becomes a
+``cannot judge`` verdict naming the missing fields, so a hand-written observations file with
+half the fields still gets every answer it can support.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hotshard.diagnose.evidence import (
+    CostSpread,
+    LoadSpread,
+    ProfileShape,
+    rate_of,
+    uniform_cache_hit,
+)
+from hotshard.diagnose.model import Finding
+from hotshard.observations import Observations
+from hotshard.profile.model import Profile
+
+__all__ = ["JUDGES", "Evidence", "TYPICAL_CROSS_ZONE_RTT_MS"]
+
+# A cross-zone round trip inside one cloud region: about a millisecond (0.5-2 ms); used when
+# the observations do not give network.cross_zone_rtt_ms, and said so.
+TYPICAL_CROSS_ZONE_RTT_MS = 1.0
+# A request crosses the extra hop a few times at most (request and response, plus a connection
+# set-up when connections are not reused): a gap beyond this many RTTs is not the hop's.
+HOP_ROUND_TRIPS = 3
+# Uniform keys over this many distinct keys are a "huge key space" for any cache.
+HUGE_KEY_SPACE = 1_000_000
+# CPU per request on one shard at least this many times the median shard's means that shard's
+# machine is slow; below HOT_NODE_CLEAR it is busy only because it serves more requests.
+HOT_NODE_RATIO = 2.0
+HOT_NODE_CLEAR = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    production: Observations
+    baseline: Observations | None
+    profile: Profile | None
+    spread: LoadSpread | None  # production's
+    baseline_spread: LoadSpread | None
+    cost: CostSpread | None  # production's
+    baseline_cost: CostSpread | None
+    shape: ProfileShape | None
+
+    @property
+    def hot_shard(self) -> bool:
+        """Production's load is beyond anything uniform keys produce."""
+        return self.spread is not None and self.spread.outside
+
+    @property
+    def even(self) -> bool:
+        """Production's load is within the uniform band."""
+        return self.spread is not None and not self.spread.outside
+
+
+# -- words --------------------------------------------------------------------------------------
+def pct(x: float) -> str:
+    """A share in percent with the digits it needs (7.0%, 1.48%, 0.0015%)."""
+    v = 100 * x
+    if v == 0 or v >= 10:
+        return f"{v:.0f}%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    digits = min(6, 1 - math.floor(math.log10(v)))
+    return f"{v:.{digits}f}%"
+
+
+def ms(x: float) -> str:
+    return f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
+
+
+def times(x: float) -> str:
+    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 1.05 else f"{x:.2f}x"
+
+
+def rps(x: float) -> str:
+    return f"{x:,.0f} req/s"
+
+
+def count(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _label(obs: Observations) -> str:
+    return repr(obs.label) if " " not in obs.label else f'"{obs.label}"'
+
+
+def _spread_words(s: LoadSpread, who: str) -> str:
+    """One sentence: the hottest shard against the uniform band."""
+    if s.basis == "requests":
+        band = (f"uniform keys over {count(s.requests)} requests"
+                + (f" and {count(s.keys)} keys" if s.keys else "")
+                + f" keep every shard below {times(s.band_max_over_mean)} the mean (99.9%, all "
+                  f"{s.shards} shards)")
+        return (f"{who}'s shard {s.hottest.id} served {pct(s.hottest_share)} of the requests, "
+                f"{times(s.max_over_mean)} the mean share of {pct(1 / s.shards)}; {band}")
+    cpu_hot = s.hottest.cpu if s.hottest.cpu is not None else 0.0
+    head = (f"{who}'s shard {s.hottest.id} ran at {pct(cpu_hot)} CPU against a median of "
+            f"{pct(s.median_value)} ({times(s.max_over_mean)} the mean over {s.shards} shards)")
+    if s.band_max_over_mean is not None:
+        return (head + f"; with CPU following requests, uniform keys over {count(s.requests)} "
+                f"requests keep every shard below {times(s.band_max_over_mean)} the mean")
+    if s.requests_needed is not None and math.isfinite(s.requests_needed):
+        return (head + f"; uniform keys spread CPU this unevenly only over windows of fewer "
+                f"than {count(max(s.requests_needed, 1))} requests")
+    return head
+
+
+def _latency_gap(ev: Evidence) -> tuple[float, float] | None:
+    """(production p99, test p99) when both are known."""
+    p = ev.production.latency_ms
+    t = ev.baseline.latency_ms if ev.baseline is not None else None
+    if p is None or t is None or p.p99 is None or t.p99 is None:
+        return None
+    return p.p99, t.p99
+
+
+def _shard_p99_spread(obs: Observations) -> tuple[str, float, float] | None:
+    """(slowest shard id, its p99, the median shard's p99) when every shard reports p99."""
+    values = [s.p99_ms for s in obs.shards]
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    ordered = sorted(values)
+    slow = max(range(len(values)), key=values.__getitem__)
+    return obs.shards[slow].id, float(values[slow]), float(ordered[len(ordered) // 2])
+
+
+# -- the judges ---------------------------------------------------------------------------------
+def judge_key_skew(ev: Evidence) -> Finding:
+    s = ev.spread
+    if s is None:
+        return Finding("key-skew", "cannot judge", 0.3, (
+            "production has no per-shard load to test against uniform keys",),
+            ("per-shard requests (or CPU) in production's shards",))
+    evidence = [_spread_words(s, "production")]
+    if ev.shape is not None:
+        fair = 1 / s.shards
+        evidence.append(f"the profile's busiest key alone carries {pct(ev.shape.top1_share)} of "
+                        f"events ({times(ev.shape.top1_share / fair)} one shard's fair share) "
+                        f"and its top 1% of keys {pct(ev.shape.top1pct_share)}")
+    b = ev.baseline_spread
+    if b is not None:
+        gen = ev.baseline.key_generator if ev.baseline is not None else None
+        evidence.append(
+            f"the load test{' (' + gen + ' keys)' if gen else ''} spread its load "
+            + ("evenly" if not b.outside else "unevenly too")
+            + f": hottest shard {times(b.max_over_mean)} the mean"
+            + (", so it could not show a hot shard" if not b.outside else ""))
+    slow = _shard_p99_spread(ev.production)
+    if slow is not None and slow[2] > 0 and slow[1] >= 3 * slow[2]:
+        evidence.append(f"shard {slow[0]}'s p99 is {ms(slow[1])} against the median shard's "
+                        f"{ms(slow[2])}: the latency lives where the load is")
+    if not s.outside:
+        return Finding("key-skew", "contradicted", min(0.95, 0.6 + 0.1 * s.shards ** 0.5),
+                       (evidence[0] + ": production's load is as even as uniform keys make it",
+                        *evidence[1:]))
+    if ev.cost is not None and ev.cost.ratio >= HOT_NODE_RATIO and s.basis == "cpu":
+        return Finding("key-skew", "contradicted", 0.7, (
+            *evidence, f"but the hot shard pays {times(ev.cost.ratio)} the median CPU per "
+                       "request: the cost, not the keys, makes it hot"))
+    score = 1 - 0.5 / max(s.excess, 1.0)
+    if s.basis == "cpu":
+        score *= 0.85
+        evidence.append("per-shard request counts would confirm that the hot shard serves more "
+                        "requests rather than slower ones")
+    return Finding("key-skew", "fits", score, (*evidence, "this spread is not noise: the keys "
+                                               "concentrate load on one shard"))
+
+
+def judge_coordinated_omission(ev: Evidence) -> Finding:
+    t = ev.baseline
+    if t is None:
+        return Finding("coordinated-omission", "cannot judge", 0.3, (
+            "no load test to judge: coordinated omission is a flaw of how a test measures",),
+            ("the load test's observations (--baseline) with its model and rate",))
+    if t.model is None:
+        return Finding("coordinated-omission", "cannot judge", 0.3, (
+            "the load test does not say whether it ran open- or closed-loop",),
+            ('the load test\'s "model": "open" or "closed"',))
+    if t.model == "open":
+        evidence = ["the load test ran open-loop: each request was sent on its schedule and "
+                    "timed from its intended send, so no waiting was omitted"]
+        if t.latency_ms is not None and t.service_time_ms is not None \
+                and t.latency_ms.p99 is not None and t.service_time_ms.p99 is not None:
+            evidence.append(f"its p99 from intended send {ms(t.latency_ms.p99)} against "
+                            f"{ms(t.service_time_ms.p99)} from actual send")
+        return Finding("coordinated-omission", "contradicted", 0.9, tuple(evidence))
+    t_rate, p_rate = rate_of(t), rate_of(ev.production)
+    evidence = ["the load test ran closed-loop: a fixed pool of clients each waiting for its "
+                "answer sends less while the service is slow, and omits those waits"]
+    reasons = []
+    if ev.hot_shard:
+        reasons.append(f"it slows every request alike: it cannot put {pct(ev.spread.hottest_share)}"
+                       f" of production's load on shard {ev.spread.hottest.id}")
+    if t_rate is not None and p_rate is not None and t_rate > 1.05 * p_rate:
+        reasons.append(f"the test pushed {rps(t_rate)}, more than production's {rps(p_rate)}: "
+                       "omitted waits lower a test's load, and this one still out-sent production")
+    if reasons:
+        return Finding("coordinated-omission", "contradicted",
+                       0.85 if len(reasons) == 2 else 0.7, (*evidence, *reasons))
+    if t_rate is not None and p_rate is not None:
+        evidence.append(f"the test's throughput {rps(t_rate)} is at or below production's "
+                        f"{rps(p_rate)}, as a stalled closed loop's is")
+    gap = _latency_gap(ev)
+    if gap is not None:
+        evidence.append(f"p99 {ms(gap[1])} in the test against {ms(gap[0])} in production")
+    if ev.even:
+        evidence.append("production's shards are evenly loaded "
+                        f"({times(ev.spread.max_over_mean)} the mean at most), so the gap is in "
+                        "how the test measured, not where keys landed")
+        return Finding("coordinated-omission", "fits",
+                       0.8 if (t_rate is not None and p_rate is not None) else 0.55,
+                       tuple(evidence))
+    return Finding("coordinated-omission", "cannot judge", 0.5, (
+        *evidence, "production's per-shard load is unknown, so a hot shard is not ruled out"),
+        ("per-shard requests or CPU in production",))
+
+
+def judge_cache_warmth(ev: Evidence) -> Finding:
+    t, p = ev.baseline, ev.production
+    if t is None:
+        return Finding("cache-warmth", "cannot judge", 0.2, (
+            "no load test to compare caches with",),
+            ("the load test's observations (--baseline) with cache_hit_rate",))
+    evidence: list[str] = []
+    uniform = (t.key_generator or "").lower().startswith("uniform")
+    inferred = None
+    if uniform and ev.profile is not None and p.cache_hit_rate is not None and t.distinct_keys:
+        inferred = uniform_cache_hit(ev.profile, p.cache_hit_rate, t.distinct_keys)
+        if inferred is not None:
+            evidence.append(
+                f"a cache that gives production's keys (the profile) a {pct(p.cache_hit_rate)} "
+                f"hit rate holds about {count(inferred[0])} keys (Che's approximation); uniform "
+                f"keys over the test's {count(t.distinct_keys)} keys hit it "
+                f"{pct(inferred[1])} of the time")
+    if t.cache_hit_rate is not None and p.cache_hit_rate is not None:
+        diff = t.cache_hit_rate - p.cache_hit_rate
+        words = (f"the test's cache hit rate was {pct(t.cache_hit_rate)} against production's "
+                 f"{pct(p.cache_hit_rate)}")
+        if diff <= 0.02:
+            return Finding("cache-warmth", "contradicted", min(0.95, 0.6 + abs(diff)), (
+                words + ": its cache was colder, which made the test pessimistic on this axis, "
+                        "not optimistic", *evidence))
+        reason = [words + ": the test's cache was warmer"]
+        if ev.hot_shard:
+            reason.append("a warm cache lowers latency on every shard; it does not explain "
+                          "one hot shard")
+        return Finding("cache-warmth", "fits", min(0.9, 0.4 + diff) * (0.5 if ev.hot_shard else 1),
+                       (*reason, *evidence))
+    if inferred is not None and inferred[1] < p.cache_hit_rate:
+        return Finding("cache-warmth", "contradicted", 0.8, (
+            *evidence, "so the test's cache must have been colder than production's"))
+    if uniform and t.distinct_keys and t.distinct_keys >= HUGE_KEY_SPACE:
+        return Finding("cache-warmth", "contradicted", 0.65, (
+            f"the test drew uniform keys over {count(t.distinct_keys)} keys: an LRU cache of C "
+            "entries then hits C/K, the least any key popularity gives, so it could not be "
+            "warmer than production's unless it held most of the key space",),
+            ("cache_hit_rate in both observations would measure it",))
+    missing = [name for name, obs in (("the test", t), ("production", p))
+               if obs.cache_hit_rate is None]
+    return Finding("cache-warmth", "cannot judge", 0.3, (
+        "hit rates are not known for " + " and ".join(missing),),
+        tuple(f"cache_hit_rate in {m}'s observations" for m in missing)
+        + (("the test's key_generator and distinct_keys",) if not uniform else ()))
+
+
+def judge_network(ev: Evidence) -> Finding:
+    p, t = ev.production, ev.baseline
+    rtt = None
+    for obs in (p, t):
+        if obs is not None and obs.network and isinstance(
+                obs.network.get("cross_zone_rtt_ms"), int | float):
+            rtt = float(obs.network["cross_zone_rtt_ms"])
+            break
+    assumed = rtt is None
+    rtt = TYPICAL_CROSS_ZONE_RTT_MS if rtt is None else rtt
+    hop = (f"the {ms(rtt)} a cross-zone round trip costs"
+           + (" (a typical in-region figure; give network.cross_zone_rtt_ms)" if assumed
+              else ""))
+    gap = _latency_gap(ev)
+    evidence = []
+    if gap is not None:
+        extra = gap[0] - gap[1]
+        evidence.append(f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}: "
+                        f"{ms(max(extra, 0))} more, {times(max(extra, 0) / rtt)} {hop}")
+    if ev.hot_shard:
+        return Finding("network", "contradicted", 0.9, (
+            *evidence, "a network hop adds the same to every shard's requests and no server "
+                       f"CPU; production's load is {times(ev.spread.max_over_mean)} the mean on "
+                       f"shard {ev.spread.hottest.id} alone"))
+    if gap is None:
+        return Finding("network", "cannot judge", 0.3, (
+            f"no latency gap to compare with {hop}",),
+            ("latency_ms.p99 in production and in the load test",))
+    extra = gap[0] - gap[1]
+    if extra <= HOP_ROUND_TRIPS * rtt:
+        return Finding("network", "fits", 0.7 if not assumed else 0.55, (
+            *evidence, f"a gap within {HOP_ROUND_TRIPS} round trips is what an extra hop costs"))
+    return Finding("network", "contradicted", 0.6 if not assumed else 0.5, (
+        *evidence, f"a hop adds at most a few round trips ({ms(HOP_ROUND_TRIPS * rtt)}); only "
+                   "packet loss (retransmission timeouts of 200 ms and more) reaches hundreds, "
+                   "and that would show in the network's own counters"))
+
+
+def judge_payload_size(ev: Evidence) -> Finding:
+    p, t = ev.production, ev.baseline
+    ratio = None
+    evidence = []
+    if t is not None and p.payload_bytes_mean and t.payload_bytes_mean:
+        ratio = p.payload_bytes_mean / t.payload_bytes_mean
+        evidence.append(f"production's mean payload is {count(p.payload_bytes_mean)} B against "
+                        f"the test's {count(t.payload_bytes_mean)} B ({times(ratio)}): the cost "
+                        f"of bytes is roughly linear, so every shard's work would grow about "
+                        f"{times(max(ratio, 1))}")
+    if ev.hot_shard:
+        return Finding("payload-size", "contradicted", 0.85, (
+            *evidence, "payload cost is paid per request on every shard alike; it cannot make "
+                       f"shard {ev.spread.hottest.id} carry {times(ev.spread.max_over_median)} "
+                       "the median shard's load"))
+    if ratio is None:
+        return Finding("payload-size", "cannot judge", 0.3, (
+            "payload sizes are not known for both runs",),
+            ("payload_bytes_mean in production and in the load test",))
+    if ratio <= 1.1:
+        return Finding("payload-size", "contradicted", 0.8, (
+            *evidence, "production's requests are not bigger than the test's"))
+    gap = _latency_gap(ev)
+    if gap is not None and gap[1] > 0:
+        seen = gap[0] / gap[1]
+        evidence.append(f"latency grew {times(seen)} (p99)")
+        if seen <= 2 * ratio:
+            return Finding("payload-size", "fits", 0.65, (
+                *evidence, "growth in line with the bytes, on every shard"))
+        return Finding("payload-size", "contradicted", 0.6, (
+            *evidence, f"bigger payloads by {times(ratio)} cannot make {times(seen)}"))
+    return Finding("payload-size", "fits", 0.4, tuple(evidence),
+                   ("latency_ms.p99 in both runs, to check the size of the effect",))
+
+
+def judge_hot_node(ev: Evidence) -> Finding:
+    c = ev.cost
+    tb = ev.baseline_cost
+    evidence = []
+    if tb is not None and ev.baseline is not None and tb.ratio >= HOT_NODE_RATIO:
+        evidence.append(f"in the load test ({ev.baseline.key_generator or 'its'} keys) shard "
+                        f"{tb.hottest.id} also paid {times(tb.ratio)} the median CPU per request")
+    if c is None:
+        s = ev.spread
+        if s is not None and s.basis == "cpu" and ev.baseline_spread is not None \
+                and ev.baseline_spread.outside and ev.baseline_spread.basis == "cpu" \
+                and ev.baseline_spread.hottest.id == s.hottest.id:
+            return Finding("hot-node", "fits", 0.6, (
+                f"shard {s.hottest.id} is the hottest in production and in the load test "
+                "alike, whatever keys each sent it",))
+        return Finding("hot-node", "cannot judge", 0.3, (
+            "CPU per request cannot be computed: it tells a slow node from a busy one",),
+            ("per-shard cpu and requests in production",))
+    share = f"{pct(c.hottest_request_share)} of the requests"
+    if c.slow_node is not None:
+        return Finding("hot-node", "fits", min(0.95, 0.6 + 0.05 * c.slow_node_ratio), (
+            f"every shard on node {c.slow_node} pays at least {times(c.slow_node_ratio)} the "
+            "median CPU per request: the node is slow on every key it holds", *evidence))
+    if c.ratio >= HOT_NODE_RATIO:
+        even = ev.spread is not None and ev.spread.basis == "requests" and not ev.spread.outside
+        return Finding("hot-node", "fits", min(0.95, 0.5 + 0.1 * c.ratio) if even else 0.6, (
+            f"shard {c.hottest.id} runs at {pct(c.hottest.cpu)} CPU on {share}: "
+            f"{times(c.ratio)} the median shard's CPU per request, so its machine is slow "
+            "(noisy neighbour, CPU steal, a failing disk, a background job), not its keys hot",
+            *evidence))
+    if c.ratio <= HOT_NODE_CLEAR:
+        return Finding("hot-node", "contradicted", min(0.95, 0.9 - 0.2 * abs(c.ratio - 1)), (
+            f"shard {c.hottest.id} pays {times(c.ratio)} the median shard's CPU per request "
+            f"while serving {share}: it is busy because it serves more requests, not slow",
+            *evidence))
+    return Finding("hot-node", "cannot judge", 0.4, (
+        f"shard {c.hottest.id} pays {times(c.ratio)} the median CPU per request: between a "
+        "busy shard and a slow node", *evidence),
+        ("the same shard's CPU per request in a run with other keys (a uniform load test)",))
+
+
+def judge_no_hot_spot(ev: Evidence) -> Finding:
+    shape, s = ev.shape, ev.spread
+    evidence = []
+    if shape is not None:
+        evidence.append(f"the profile's busiest key carries {pct(shape.top1_share)} of "
+                        f"{count(shape.events)} events over {count(shape.keys)} keys, its top 1% "
+                        f"of keys {pct(shape.top1pct_share)} "
+                        f"({times(shape.top1pct_vs_uniform)} what uniform keys give)"
+                        if not math.isnan(shape.top1pct_vs_uniform) else
+                        f"the profile's busiest key carries {pct(shape.top1_share)} of events")
+        if shape.uuid_keys:
+            evidence.append("its keys are random identifiers (UUID-like): no natural grouping "
+                            "queries them together")
+    if s is not None and s.basis == "requests":
+        evidence.append(f"production's requests sit within the uniform band on every shard "
+                        f"({times(s.max_over_mean)} the mean at most)" if not s.outside else
+                        f"production's requests are {times(s.max_over_mean)} the mean on shard "
+                        f"{s.hottest.id}, beyond the uniform band")
+    skewed_profile = shape is not None and not shape.near_uniform
+    if skewed_profile or (s is not None and s.basis == "requests" and s.outside):
+        why = ("a semantic hot spot exists: uniform synthetic keys would hide it"
+               if skewed_profile else "production's own request spread rules it out")
+        return Finding("no-hot-spot", "contradicted", 0.9, (*evidence, why))
+    if shape is None and (s is None or s.basis != "requests"):
+        return Finding("no-hot-spot", "cannot judge", 0.2, (
+            "neither a profile nor per-shard request counts say how keys are used",),
+            ("a profile of production's keys (--profile) or per-shard requests",))
+    score = 0.9 if (shape is not None and shape.near_uniform and s is not None) else 0.7
+    return Finding("no-hot-spot", "fits", score, (
+        *evidence, "no key concentrates traffic: uniform synthetic keys are right for this "
+                   "store, and profile-driven keys would add nothing"))
+
+
+JUDGES: tuple[Callable[[Evidence], Finding], ...] = (
+    judge_key_skew, judge_coordinated_omission, judge_cache_warmth, judge_network,
+    judge_payload_size, judge_hot_node, judge_no_hot_spot)

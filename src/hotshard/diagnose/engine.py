@@ -1,0 +1,217 @@
+"""Judge every explanation against the evidence, rank them, and say what to do next.
+
+``diagnose(production, baseline, profile=...)`` is the whole library entry point: it computes
+the evidence once (``evidence``), runs each cause's judge (``causes``) and adds next steps whose
+numbers come from ``hotshard predict``'s model of the same profile on the same shard count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from hotshard.diagnose.causes import JUDGES, Evidence, pct, rps, times
+from hotshard.diagnose.evidence import (
+    cost_spread,
+    load_spread,
+    profile_shape,
+    rate_of,
+)
+from hotshard.diagnose.model import Diagnosis, Recommendation
+from hotshard.errors import InputError
+from hotshard.observations import Observations
+from hotshard.profile.model import Profile
+
+__all__ = ["DEFAULT_PARTITIONER", "diagnose", "pick_roles"]
+
+# Kafka's default partitioner (murmur2 of the key bytes): the placement the incident's
+# chat-history store used, and predict's usual example; used for the what-ifs when neither the
+# caller nor the observations name the store's partitioner (and said so in the notes).
+DEFAULT_PARTITIONER = "kafka"
+# The what-ifs recommended for a hot key, as the incident's fix combines them: the hottest
+# keys split over time-bucket sub-partitions, reads over replicas.
+SPLIT_KEYS, SPLIT_INTO, REPLICAS = 10, 8, 2
+
+
+def _is_production(obs: Observations) -> bool:
+    gen = (obs.key_generator or "").lower()
+    return gen == "production" or "production" in obs.label.lower() or (
+        obs.model is None and gen in ("", "production"))
+
+
+def pick_roles(observations: Sequence[Observations]
+               ) -> tuple[Observations, Observations | None]:
+    """(production, load test) among several observations.
+
+    Production is the first that says so (key_generator "production", "production" in its
+    label, or no load model and no generator), else the first given; the load test is the
+    first other observation with a load model (open/closed) or a synthetic key generator,
+    else the first other one; None when only one was given.
+    """
+    items = list(observations)
+    if not items:
+        raise InputError("no observations given")
+    production = next((o for o in items if _is_production(o)), items[0])
+    others = [o for o in items if o is not production]
+    test = next((o for o in others if o.model is not None or (
+        o.key_generator or "production").lower() != "production"), None)
+    return production, test or (others[0] if others else None)
+
+
+def _partitioner_named(obs: Observations) -> str | None:
+    sim = obs.extra.get("simulation")
+    for where in (obs.extra, obs.extra.get("drive"), sim,
+                  sim.get("model") if isinstance(sim, dict) else None):
+        name = where.get("partitioner") if isinstance(where, dict) else None
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None
+              ) -> list[Recommendation]:
+    """Predict the hottest shard's share before and after each mitigation on this profile."""
+    from hotshard.shards import resolve_key_type
+    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.predict import WhatIf, predict
+
+    key_type = resolve_key_type(partitioner, None, integer_keys=profile.integer_keys)
+    part = make_partitioner(partitioner, n_shards, key_type=key_type)
+    split = min(SPLIT_KEYS, len(profile.head_keys))
+    options = []
+    if split:
+        options.append((f"split the {split} hottest keys over {SPLIT_INTO} time-bucket "
+                        "sub-partitions (writes and reads)", WhatIf(split, SPLIT_INTO)))
+    options.append((f"serve reads from {REPLICAS} replicas per shard", WhatIf(replicas=REPLICAS)))
+    if split:
+        options.append(("both", WhatIf(split, SPLIT_INTO, REPLICAS)))
+    out = []
+    base = None
+    for action, whatif in options:
+        result = predict(profile, part, whatif=whatif)
+        base = float(result.shares.max())
+        after = float(result.after.shares.max())
+        detail = (f"hotshard predict ({partitioner}, {n_shards} shards): the hottest shard "
+                  f"carries {pct(base)} of the load now, {pct(after)} after")
+        if hot_cpu is not None and base > 0:
+            detail += (f"; its CPU ~{pct(hot_cpu)} would fall to ~{pct(hot_cpu * after / base)}"
+                       " at the same rate")
+        out.append(Recommendation(action[0].upper() + action[1:], detail, base, after,
+                                  "share of load"))
+    return out
+
+
+def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
+               notes: list[str]) -> list[Recommendation]:
+    p, t = ev.production, ev.baseline
+    recs: list[Recommendation] = []
+    if found["key-skew"] == "fits":
+        s = ev.spread
+        hot_cpu = s.hottest.cpu
+        if ev.profile is not None and s.shards >= 2:
+            name = partitioner or _partitioner_named(p)
+            if name is None:
+                name = DEFAULT_PARTITIONER
+                notes.append(f"the store's partitioner is not named: the what-ifs assume "
+                             f"{DEFAULT_PARTITIONER} placement (--partitioner to change)")
+            try:
+                recs.extend(_what_ifs(ev.profile, name, s.shards, hot_cpu))
+            except InputError as exc:
+                notes.append(f"what-ifs skipped: {exc}")
+            recs.append(Recommendation(
+                "Load-test with the profile's keys",
+                "hotshard drive URL --keys PROFILE --rps "
+                + (f"{rate_of(p):.0f}" if rate_of(p) else "R")
+                + ": the test then shows the hot shard; hotshard simulate --profile PROFILE "
+                  "gives its p99 at full scale with each mitigation"))
+        else:
+            sub = max(2, math.ceil(s.max_over_median))
+            recs.append(Recommendation(
+                "Profile production's keys",
+                "hotshard profile EVENTS --key KEY -o prod.profile.json, then diagnose again "
+                "with --profile: the what-ifs need the hot keys by name"))
+            recs.append(Recommendation(
+                f"Split the hot keys on shard {s.hottest.id}",
+                f"it carries {times(s.max_over_median)} the median shard's load: its hottest "
+                f"key needs at least {sub} sub-partitions (time buckets) on distinct shards to "
+                "come down to the median, or its reads served from replicas or a cache"))
+    if found["hot-node"] == "fits":
+        node = ev.cost.slow_node if ev.cost and ev.cost.slow_node else (
+            f"the one hosting shard {ev.cost.hottest.id}" if ev.cost else "the hot shard's node")
+        recs.append(Recommendation(
+            f"Look at node {node}",
+            "compare its CPU steal, disk latency and background jobs with its peers; move its "
+            "shards elsewhere to confirm: a slow node follows the machine, a hot key follows "
+            "the key"))
+    if found["coordinated-omission"] == "fits" and t is not None:
+        rate = rate_of(p)
+        recs.append(Recommendation(
+            "Re-run the test open-loop",
+            (f"hotshard drive URL --rps {rate:.0f}" if rate else "hotshard drive URL --rps R")
+            + ": requests sent on schedule and timed from their intended send, so stalls "
+              "count"))
+    if found["cache-warmth"] == "fits" and t is not None:
+        recs.append(Recommendation(
+            "Start the test's cache cold, or match its hit rate",
+            f"the test hit {pct(t.cache_hit_rate)} against production's "
+            f"{pct(p.cache_hit_rate)}"))
+    if found["network"] == "fits":
+        recs.append(Recommendation("Run the test from production's zone",
+                                   "so it pays the same hops as real clients"))
+    if found["payload-size"] == "fits":
+        recs.append(Recommendation("Draw payload sizes from production",
+                                   "hotshard profile --size-column records them; hotshard "
+                                   "generate --profile replays them"))
+    if found["no-hot-spot"] == "fits":
+        recs.append(Recommendation("Keep uniform synthetic keys",
+                                   "no key concentrates traffic here: profiling buys nothing"))
+    if t is not None and rate_of(t) and rate_of(p) and found["key-skew"] == "fits":
+        notes.append(f"the test ran at {rps(rate_of(t))}, production at {rps(rate_of(p))}: "
+                     "capacity was never the question")
+    return recs
+
+
+def diagnose(production: Observations, baseline: Observations | None = None, *,
+             profile: Profile | None = None, partitioner: str | None = None,
+             problems: Sequence[str] = ()) -> Diagnosis:
+    """Rank the explanations of production's behaviour (against a load test, if given).
+
+    Parameters
+    ----------
+    production : Observations
+        What is to be explained: usually production's dashboards.
+    baseline : Observations, optional
+        The load test that did not show it.
+    profile : Profile, optional
+        Production's key profile: its shape decides the key-skew and no-hot-spot questions,
+        its head drives the what-ifs and the cache estimate.
+    partitioner : str, optional
+        The store's partitioner for the what-ifs (``hotshard.shards.PARTITIONERS``); else the
+        one the observations name, else ``DEFAULT_PARTITIONER`` (noted).
+    problems : sequence of str, optional
+        Fields dropped while reading the inputs (``Observations.load_salvaged``), carried
+        into the notes so a reader knows what the verdicts could not use.
+
+    Returns
+    -------
+    Diagnosis
+        One finding per cause, ranked, with next steps. Missing fields never raise: they turn
+        into "cannot judge" verdicts naming what is missing.
+    """
+    ev = Evidence(production, baseline, profile, load_spread(production),
+                  load_spread(baseline) if baseline is not None else None,
+                  cost_spread(production),
+                  cost_spread(baseline) if baseline is not None else None,
+                  profile_shape(profile) if profile is not None else None)
+    findings = [judge(ev) for judge in JUDGES]
+    found = {f.cause: f.verdict for f in findings}
+    notes: list[str] = [f"ignored: {p}" for p in problems]
+    if ev.spread is not None and ev.spread.basis == "cpu":
+        notes.append("production gives per-shard CPU but not requests: the spread is judged "
+                     "on CPU, taken to follow requests")
+    if baseline is None:
+        notes.append("no load test given (--baseline): the causes that compare the test with "
+                     "production cannot be judged")
+    recs = _recommend(ev, found, partitioner, notes)
+    return Diagnosis(production.label, baseline.label if baseline is not None else None,
+                     tuple(findings), tuple(recs), tuple(notes))

@@ -1,0 +1,244 @@
+"""The numbers a diagnosis weighs, computed once from observations and a profile.
+
+Each function answers one question an expert asks of the evidence: is this per-shard spread
+beyond what uniform keys could produce, does one shard pay more CPU per request, does the
+profile have a semantic hot spot, how warm could a cache be. They return plain frozen values;
+the judging (and the words) live in ``causes``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from hotshard.observations import Observations, ShardObservation
+from hotshard.profile.model import Profile
+
+__all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "ProfileShape", "cost_spread",
+           "load_spread", "profile_shape", "rate_of", "uniform_cache_hit", "uuid_like"]
+
+# Family-wise false-alarm rate of the uniform band: the chance that uniform keys push *any* of
+# the k shards above the band's top is at most this (Bonferroni over shards), so an observed
+# shard above it is not noise at the 99.9% level whatever the shard count.
+BAND_FALSE_ALARM = 0.001
+# A shard's CPU over a window of at least one second, at any real service's rate, averages
+# thousands of requests; a CPU spread that uniform keys could produce only over fewer requests
+# than this is not noise.
+MIN_PLAUSIBLE_WINDOW_REQUESTS = 1000
+
+
+def rate_of(obs: Observations) -> float | None:
+    """Requests per second the run actually carried: achieved when known, else offered, else
+    requests over the window."""
+    if obs.achieved_rps is not None:
+        return float(obs.achieved_rps)
+    if obs.rate_rps is not None:
+        return float(obs.rate_rps)
+    if obs.total_requests is not None and obs.duration_s:
+        return obs.total_requests / obs.duration_s
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSpread:
+    """How unevenly load sits on the shards, against what uniform keys could produce.
+
+    ``basis`` says what was compared: per-shard ``requests`` (the direct evidence of where the
+    keys land) or ``cpu`` (load through the service's cost; used when requests are missing).
+    ``band_max_over_mean`` is the top of the uniform band for the hottest shard's value over
+    the mean (99.9%, every shard at once); ``outside`` says the observation is beyond it.
+    For the CPU basis without a request count, ``requests_needed`` is the largest window in
+    requests for which uniform keys could give this spread.
+    """
+
+    basis: str
+    shards: int
+    hottest: ShardObservation
+    hottest_share: float  # of requests or of total CPU
+    max_over_mean: float
+    max_over_median: float
+    median_value: float
+    band_max_over_mean: float | None
+    requests: float | None  # the count the band was computed for
+    keys: float | None
+    requests_needed: float | None
+    outside: bool
+
+    @property
+    def excess(self) -> float:
+        """How many band widths above the mean the hottest shard sits (1 = on the band)."""
+        if self.band_max_over_mean is not None and self.band_max_over_mean > 1:
+            return (self.max_over_mean - 1) / (self.band_max_over_mean - 1)
+        if self.requests_needed is not None:
+            return math.sqrt(MIN_PLAUSIBLE_WINDOW_REQUESTS / max(self.requests_needed, 1e-9))
+        return 0.0
+
+
+def _z(shards: int) -> float:
+    return float(norm.isf(BAND_FALSE_ALARM / shards))
+
+
+def _band(shards: int, requests: float, keys: float | None) -> float:
+    """Top of the uniform band for max/mean: a shard's share of requests under uniform keys
+    has variance p(1 - p)(1/K + 1/N) (which keys it owns, then which requests hit them)."""
+    p = 1.0 / shards
+    inv_keys = 0.0 if not keys else 1.0 / keys
+    sd = math.sqrt(p * (1 - p) * (inv_keys + 1.0 / max(requests, 1.0)))
+    return 1.0 + _z(shards) * sd / p
+
+
+def load_spread(obs: Observations) -> LoadSpread | None:
+    """The per-shard spread of ``obs`` and its uniform band; None without per-shard load."""
+    values: tuple[float, ...] | None = obs.shard_requests
+    basis = "requests"
+    if values is None or sum(values) == 0:
+        values, basis = obs.shard_cpu, "cpu"
+    if values is None or len(values) < 2 or sum(values) <= 0:
+        return None
+    arr = np.asarray(values, dtype=np.float64)
+    k = arr.size
+    hot = int(np.argmax(arr))
+    mean, median = float(arr.mean()), float(np.median(arr))
+    mom = float(arr[hot] / mean)
+    mod = float(arr[hot] / median) if median > 0 else math.inf
+    keys = float(obs.distinct_keys) if obs.distinct_keys else None
+    requests: float | None = float(arr.sum()) if basis == "requests" else None
+    if requests is None:
+        rate = rate_of(obs)
+        if rate is not None and obs.duration_s:
+            requests = rate * float(obs.duration_s)
+    needed = None
+    if requests is not None:
+        band = _band(k, requests, keys)
+        outside = mom > band
+    else:
+        band = None
+        p = 1.0 / k
+        needed = (_z(k) ** 2 * (1 - p) / p / (mom - 1) ** 2) if mom > 1 else math.inf
+        outside = needed < MIN_PLAUSIBLE_WINDOW_REQUESTS
+    return LoadSpread(basis, k, obs.shards[hot], float(arr[hot] / arr.sum()), mom, mod, median,
+                      band, requests, keys, needed, outside)
+
+
+@dataclass(frozen=True, slots=True)
+class CostSpread:
+    """CPU per request on each shard: a slow node pays more CPU for the same requests."""
+
+    hottest: ShardObservation  # by CPU
+    ratio: float  # its CPU per request over the median shard's
+    hottest_request_share: float
+    slow_node: str | None  # a node all of whose shards (>= 2) pay >= 2x the median cost
+    slow_node_ratio: float | None
+
+
+def cost_spread(obs: Observations) -> CostSpread | None:
+    """Per-request CPU of the CPU-hottest shard against the median; None without both per-shard
+    CPU and requests."""
+    cpu, req = obs.shard_cpu, obs.shard_requests
+    if cpu is None or req is None or min(req) <= 0 or sum(req) == 0:
+        return None
+    cpu_a, req_a = np.asarray(cpu, float), np.asarray(req, float)
+    cost = cpu_a / req_a
+    median = float(np.median(cost))
+    if median <= 0:
+        return None
+    hot = int(np.argmax(cpu_a))
+    slow_node, slow_ratio = None, None
+    nodes: dict[str, list[int]] = {}
+    for i, shard in enumerate(obs.shards):
+        if shard.node is not None:
+            nodes.setdefault(shard.node, []).append(i)
+    if len(nodes) >= 2:
+        for node, members in nodes.items():
+            ratio = float(np.min(cost[members]) / median)
+            if len(members) >= 2 and ratio >= 2 and (slow_ratio is None or ratio > slow_ratio):
+                slow_node, slow_ratio = node, ratio
+    return CostSpread(obs.shards[hot], float(cost[hot] / median),
+                      float(req_a[hot] / req_a.sum()), slow_node, slow_ratio)
+
+
+_UUID = re.compile(r"^(?:[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                   r"[0-9a-fA-F]{12}|[0-9a-fA-F]{32,})$")
+
+
+def uuid_like(keys: tuple[str, ...]) -> bool:
+    """Most of the keys are random identifiers (UUIDs or long hex), which no natural grouping
+    queries: the sign of a key space without semantic hot spots."""
+    if not keys:
+        return False
+    sample = keys[:200]
+    return sum(bool(_UUID.match(k)) for k in sample) >= 0.9 * len(sample)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileShape:
+    """The profile's concentration: the shares that say whether any key is semantically hot."""
+
+    events: float
+    keys: float
+    top1_share: float
+    top1pct_share: float
+    top1pct_vs_uniform: float  # top 1% share over 1% (1 = uniform)
+    max_count: float
+    uuid_keys: bool
+    near_uniform: bool
+
+
+# A profile is near-uniform when its busiest key carries at most this many times a key's fair
+# share of events AND its top 1% of keys at most this many times 1%: a Poisson-noise spread of
+# counts (every key seen once or twice, as in a UUID-keyed store) sits well under both, while
+# any real hot spot (a live channel, a best seller) is orders of magnitude above.
+NEAR_UNIFORM_FACTOR = 10.0
+
+
+def profile_shape(profile: Profile) -> ProfileShape:
+    from hotshard.profile.inspect import summarize
+
+    summary = summarize(profile)
+    events, keys = float(profile.events), float(profile.keys)
+    counts = np.asarray(profile.head_counts, dtype=np.float64)
+    max_count = float(counts.max()) if counts.size else 0.0
+    if max_count == 0:
+        tail_counts, tail_keys = profile.tail.classes()
+        present = tail_counts[np.asarray(tail_keys) > 0]
+        max_count = float(present.max()) if present.size else 0.0
+    fair = events / keys if keys else math.inf
+    ratio = summary.top1pct_vs_uniform
+    near = (max_count <= NEAR_UNIFORM_FACTOR * max(fair, 1.0)
+            and (math.isnan(ratio) or ratio <= NEAR_UNIFORM_FACTOR))
+    return ProfileShape(events, keys, max_count / events if events else 0.0,
+                        summary.top1pct_share, ratio, max_count,
+                        uuid_like(tuple(profile.head_keys)), near)
+
+
+def uniform_cache_hit(profile: Profile, production_hit: float, test_keys: float
+                      ) -> tuple[float, float] | None:
+    """(cache entries, uniform test hit rate): the LRU size at which the profile's traffic hits
+    ``production_hit`` of the time (Che's approximation), and what uniform keys over
+    ``test_keys`` keys would hit in that same cache (C / K). None when no size reaches it."""
+    from hotshard.sim.cache import che_hit_rates
+
+    tail_counts, tail_keys = profile.tail.classes()
+    rates = np.concatenate([np.asarray(profile.head_counts, float), np.asarray(tail_counts, float)])
+    mult = np.concatenate([np.ones(len(profile.head_counts)), np.asarray(tail_keys, float)])
+    keep = (rates > 0) & (mult > 0)
+    rates, mult = rates[keep], mult[keep]
+    total_keys = float(mult.sum())
+    if not 0 < production_hit < 1 or total_keys < 2:
+        return None
+    lo, hi = 0.0, total_keys * 0.999
+    if che_hit_rates(rates, mult, hi).hit_rate < production_hit:
+        return None
+    for _ in range(60):  # bisection on the capacity: hit rate rises with the cache size
+        mid = math.sqrt(max(lo, 1.0) * hi) if hi / max(lo, 1.0) > 4 else (lo + hi) / 2
+        if che_hit_rates(rates, mult, mid).hit_rate < production_hit:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= max(1.0, 1e-3 * hi):
+            break
+    return hi, min(1.0, hi / max(test_keys, 1.0))

@@ -1,0 +1,261 @@
+"""Diagnosis of the incident and of the cases that look like it but are not it.
+
+Each case is evidence an expert would recognise: a pure coordinated-omission test (closed
+loop, even shards), a slow node (even requests, one shard paying more CPU per request), a
+UUID-keyed store (no semantic hot spot: uniform keys are right). Per-shard counts come from
+seeded multinomial draws, so "even" means what uniform keys really give, noise included.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hotshard.diagnose import CAUSES
+from hotshard.diagnose.engine import diagnose, pick_roles
+from hotshard.diagnose.evidence import BAND_FALSE_ALARM, load_spread, profile_shape
+from hotshard.observations import Observations
+from hotshard.profile.count import count_profile
+from hotshard.profile.model import Profile
+from tests.conftest import ROOT, trace_profile
+
+EXAMPLES = ROOT / "examples"
+SHARDS = 64
+WINDOW = 600.0
+
+
+def _obs(label, rate, *, requests, cpu, p99_by_shard=None, nodes=None, **fields):
+    shards = []
+    for i, (n, c) in enumerate(zip(requests, cpu, strict=True)):
+        s = {"id": str(i), "requests": int(n), "cpu": float(c)}
+        if p99_by_shard is not None:
+            s["p99_ms"] = float(p99_by_shard[i])
+        if nodes is not None:
+            s["node"] = nodes[i]
+        shards.append(s)
+    return Observations.from_dict({"format": "hotshard.observations/1", "label": label,
+                                   "rate_rps": rate, "duration_s": WINDOW, "shards": shards,
+                                   **fields})
+
+
+def _even(rng, rate, cost_ms=5.0):
+    """Uniform keys: a multinomial deal of the window's requests; CPU = requests x cost."""
+    n = rng.multinomial(int(rate * WINDOW), np.full(SHARDS, 1 / SHARDS))
+    return n, n * cost_ms / 1000 / WINDOW
+
+
+def verdicts(d):
+    return {f.cause: f.verdict for f in d.ranking}
+
+
+# -- the incident -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def incident():
+    prod = Observations.load(EXAMPLES / "incident-production.json")
+    test = Observations.load(EXAMPLES / "incident-loadtest.json")
+    profile = Profile.load(EXAMPLES / "incident.profile.json")
+    return prod, test, profile
+
+
+def test_incident_key_skew_first_and_every_other_suspect_contradicted(incident):
+    prod, test, profile = incident
+    d = diagnose(prod, test, profile=profile)
+    assert d.top.cause == "key-skew" and d.top.verdict == "fits"
+    v = verdicts(d)
+    for cause in ("coordinated-omission", "cache-warmth", "network", "payload-size",
+                  "hot-node", "no-hot-spot"):
+        assert v[cause] == "contradicted", (cause, d.finding(cause).evidence)
+    assert set(v) == set(CAUSES)
+    # each rejection carries its reason, with the numbers
+    co = " ".join(d.finding("coordinated-omission").evidence)
+    assert "closed-loop" in co and "more than production" in co
+    assert "cannot put" in co and "shard 57" in co
+    assert "colder" in " ".join(d.finding("cache-warmth").evidence)
+    net = " ".join(d.finding("network").evidence)
+    assert "1.1 ms" in net and "every shard" in net
+    assert "every shard alike" in " ".join(d.finding("payload-size").evidence)
+    assert "busy because it serves more requests" in " ".join(d.finding("hot-node").evidence)
+
+
+def test_incident_evidence_numbers_are_the_files_numbers(incident):
+    prod, test, profile = incident
+    d = diagnose(prod, test, profile=profile)
+    req = np.array(prod.shard_requests, float)
+    hot = int(np.argmax(req))
+    text = d.finding("key-skew").evidence[0]
+    assert f"shard {prod.shards[hot].id} served {100 * req[hot] / req.sum():.1f}%" in text
+    assert f"{req[hot] / req.mean():.1f}x the mean" in text
+    gap = prod.latency_ms.p99 - test.latency_ms.p99
+    assert f"{gap:.0f} ms more" in " ".join(d.finding("network").evidence)
+
+
+def test_incident_recommends_mitigations_with_predicted_numbers(incident):
+    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.predict import WhatIf, predict
+
+    prod, test, profile = incident
+    d = diagnose(prod, test, profile=profile, partitioner="kafka")
+    split = next(r for r in d.recommendations if r.action.startswith("Split"))
+    # the numbers are predict's, on the same profile and shard count
+    ref = predict(profile, make_partitioner("kafka", SHARDS, key_type="bigint"),
+                  whatif=WhatIf(10, 8))
+    assert split.hottest_before == pytest.approx(float(ref.shares.max()))
+    assert split.hottest_after == pytest.approx(float(ref.after.shares.max()))
+    assert split.hottest_after < split.hottest_before / 2
+    both = next(r for r in d.recommendations if r.action == "Both")
+    assert both.hottest_after < split.hottest_after
+
+
+def test_without_a_profile_or_test_it_still_finds_the_skew_and_says_what_is_missing(incident):
+    prod, _, _ = incident
+    d = diagnose(prod)
+    assert d.top.cause == "key-skew" and d.top.verdict == "fits"
+    co = d.finding("coordinated-omission")
+    assert co.verdict == "cannot judge" and any("--baseline" in m for m in co.missing)
+    assert any(r.action == "Profile production's keys" for r in d.recommendations)
+    assert any("no load test" in n for n in d.notes)
+
+
+def test_uniform_band_holds_for_uniform_keys_at_its_false_alarm_rate():
+    """The band's claim, checked by simulation: uniform deals of N requests over k shards
+    leave the band at most BAND_FALSE_ALARM of the time (Bonferroni is conservative)."""
+    gen = np.random.default_rng(7)
+    trials, outside = 2000, 0
+    for _ in range(trials):
+        n = gen.multinomial(50_000, np.full(SHARDS, 1 / SHARDS))
+        obs = _obs("u", 100, requests=n, cpu=np.full(SHARDS, 0.1))
+        outside += load_spread(obs).outside
+    # binomial(2000, 0.001): P(X >= 8) < 1e-4 even at the band's nominal rate
+    assert outside / trials <= BAND_FALSE_ALARM + 3.5 * math.sqrt(BAND_FALSE_ALARM / trials)
+
+
+def test_cpu_only_spread_of_95_against_20_is_not_noise():
+    """A dashboard with CPU per shard and nothing else: 95% against 20% over 64 shards."""
+    cpu = [0.2] * (SHARDS - 1) + [0.95]
+    doc = {"format": "hotshard.observations/1", "label": "production",
+           "shards": [{"id": str(i), "cpu": c} for i, c in enumerate(cpu)]}
+    obs = Observations.from_dict(doc)
+    s = load_spread(obs)
+    assert s.basis == "cpu" and s.outside
+    # uniform keys give max/mean m only over fewer than z^2 (k-1) / (m-1)^2 requests
+    from scipy.stats import norm
+
+    m, p = 0.95 / np.mean(cpu), 1 / SHARDS
+    z = norm.isf(BAND_FALSE_ALARM / SHARDS)
+    assert s.max_over_mean == pytest.approx(m)
+    assert s.requests_needed == pytest.approx(z**2 * (1 - p) / p / (m - 1) ** 2)
+    assert s.requests_needed < 200
+    d = diagnose(obs)
+    assert d.top.cause == "key-skew" and d.top.verdict == "fits"
+    assert any("CPU" in n for n in d.notes)
+
+
+# -- coordinated omission -----------------------------------------------------------------------
+def test_pure_coordinated_omission(rng):
+    """A closed-loop test at 2000 req/s saw p99 40 ms; production at 3000 req/s is 350 ms on
+    every shard, with shards as even as uniform keys make them."""
+    n_p, cpu_p = _even(rng, 3000)
+    n_t, cpu_t = _even(rng, 2000)
+    prod = _obs("production", 3000, requests=n_p, cpu=cpu_p,
+                p99_by_shard=rng.uniform(320, 380, SHARDS), latency_ms={"p50": 20, "p99": 350})
+    test = _obs("load test", 2000, requests=n_t, cpu=cpu_t, model="closed",
+                key_generator="uniform", latency_ms={"p50": 6, "p99": 40})
+    d = diagnose(prod, test)
+    assert d.top.cause == "coordinated-omission" and d.top.verdict == "fits"
+    v = verdicts(d)
+    assert v["key-skew"] == "contradicted" and v["hot-node"] == "contradicted"
+    assert v["network"] == "contradicted"  # 310 ms is not a millisecond hop
+    assert any(r.action == "Re-run the test open-loop" for r in d.recommendations)
+
+
+def test_an_open_loop_test_rules_coordinated_omission_out(rng):
+    n, cpu = _even(rng, 3000)
+    prod = _obs("production", 3000, requests=n, cpu=cpu, latency_ms={"p99": 350})
+    test = _obs("load test", 2000, requests=n, cpu=cpu, model="open",
+                latency_ms={"p99": 40}, service_time_ms={"p99": 39})
+    assert diagnose(prod, test).finding("coordinated-omission").verdict == "contradicted"
+
+
+# -- a hot node ---------------------------------------------------------------------------------
+def test_hot_node_even_requests_one_shard_pays_more_cpu_per_request(rng):
+    n_p, cpu_p = _even(rng, 3000)
+    n_t, cpu_t = _even(rng, 5000)
+    cpu_p[9] *= 3.6  # shard 9's machine: the same requests cost 3.6x the CPU
+    cpu_t[9] *= 3.6  # and in the test with uniform keys too
+    prod = _obs("production", 3000, requests=n_p, cpu=np.minimum(cpu_p, 1.0),
+                latency_ms={"p99": 300})
+    test = _obs("load test", 5000, requests=n_t, cpu=np.minimum(cpu_t, 1.0), model="open",
+                key_generator="uniform", latency_ms={"p99": 40})
+    d = diagnose(prod, test)
+    assert d.top.cause == "hot-node" and d.top.verdict == "fits"
+    assert d.finding("key-skew").verdict == "contradicted"
+    text = " ".join(d.top.evidence)
+    assert "shard 9" in text and "in the load test" in text
+    assert any(r.action.startswith("Look at node") for r in d.recommendations)
+
+
+def test_hot_node_one_machine_slow_on_all_its_shards(rng):
+    n, cpu = _even(rng, 3000)
+    nodes = [f"db-{i // 4}" for i in range(SHARDS)]  # 4 shards per node
+    cpu[12:16] *= 2.5  # every shard on db-3
+    prod = _obs("production", 3000, requests=n, cpu=cpu, nodes=nodes)
+    d = diagnose(prod)
+    assert d.top.cause == "hot-node" and d.top.verdict == "fits"
+    assert "node db-3" in d.top.evidence[0]
+
+
+# -- no semantic hot spot -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def uuid_profile(tmp_path_factory):
+    """A UUID-keyed store: every record's key a random UUID, read once or twice."""
+    import uuid
+
+    gen = np.random.default_rng(11)
+    keys = [str(uuid.UUID(bytes=gen.bytes(16), version=4)) for _ in range(50_000)]
+    reads = np.repeat(keys, gen.integers(1, 3, len(keys)))
+    path = tmp_path_factory.mktemp("uuid") / "events.parquet"
+    pq.write_table(pa.table({"record_id": gen.permutation(reads)}), path)
+    return count_profile([str(path)], key="record_id", top_k=100)
+
+
+def test_uuid_store_uniform_keys_are_right(rng, uuid_profile):
+    shape = profile_shape(uuid_profile)
+    assert shape.uuid_keys and shape.near_uniform
+    n_p, cpu_p = _even(rng, 3000)
+    n_t, cpu_t = _even(rng, 3000)
+    prod = _obs("production", 3000, requests=n_p, cpu=cpu_p, latency_ms={"p99": 42})
+    test = _obs("load test", 3000, requests=n_t, cpu=cpu_t, model="open",
+                key_generator="uniform", latency_ms={"p99": 40})
+    d = diagnose(prod, test, profile=uuid_profile)
+    assert d.top.cause == "no-hot-spot" and d.top.verdict == "fits"
+    assert d.finding("key-skew").verdict == "contradicted"
+    assert "UUID-like" in " ".join(d.top.evidence)
+    assert any(r.action == "Keep uniform synthetic keys" for r in d.recommendations)
+
+
+def test_the_real_non_skewed_control_trace_has_no_hot_spot():
+    """corda-vault (shared/data): every key read once or twice, a real store without hot keys."""
+    shape = profile_shape(trace_profile("corda-vault"))
+    assert shape.near_uniform and shape.top1pct_vs_uniform < 2
+    skewed = profile_shape(trace_profile("web07"))
+    assert not skewed.near_uniform
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def test_missing_fields_give_cannot_judge_never_an_error():
+    bare = Observations.from_dict({"format": "hotshard.observations/1", "label": "production"})
+    d = diagnose(bare, Observations.from_dict({"format": "hotshard.observations/1",
+                                               "label": "test"}))
+    assert {f.verdict for f in d.ranking} == {"cannot judge"}
+    for f in d.ranking:
+        assert f.missing, f.cause
+
+
+def test_pick_roles_finds_production_whatever_the_order(incident):
+    prod, test, _ = incident
+    assert pick_roles([test, prod]) == (prod, test)
+    assert pick_roles([prod]) == (prod, None)
