@@ -289,8 +289,10 @@ def judge_network(ev: Evidence) -> Finding:
     evidence = []
     if gap is not None:
         extra = gap[0] - gap[1]
-        evidence.append(f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}: "
-                        f"{ms(max(extra, 0))} more, {times(max(extra, 0) / rtt)} {hop}")
+        evidence.append(
+            f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}: "
+            + (f"{ms(extra)} more, {times(extra / rtt)} {hop}" if extra > 0 else
+               f"no extra latency for a hop to explain ({hop})"))
     if ev.hot_shard:
         return Finding("network", "contradicted", 0.9, (
             *evidence, "a network hop adds the same to every shard's requests and no server "
@@ -316,10 +318,11 @@ def judge_payload_size(ev: Evidence) -> Finding:
     evidence = []
     if t is not None and p.payload_bytes_mean and t.payload_bytes_mean:
         ratio = p.payload_bytes_mean / t.payload_bytes_mean
-        evidence.append(f"production's mean payload is {count(p.payload_bytes_mean)} B against "
-                        f"the test's {count(t.payload_bytes_mean)} B ({times(ratio)}): the cost "
-                        f"of bytes is roughly linear, so every shard's work would grow about "
-                        f"{times(max(ratio, 1))}")
+        sizes = (f"production's mean payload is {count(p.payload_bytes_mean)} B against the "
+                 f"test's {count(t.payload_bytes_mean)} B ({times(ratio)})")
+        evidence.append(sizes + (f": the cost of bytes is roughly linear, so every shard's work "
+                                 f"would grow about {times(ratio)}" if ratio > 1.1 else
+                                 ": production's requests are not bigger"))
     if ev.hot_shard:
         return Finding("payload-size", "contradicted", 0.85, (
             *evidence, "payload cost is paid per request on every shard alike; it cannot make "
@@ -330,8 +333,7 @@ def judge_payload_size(ev: Evidence) -> Finding:
             "payload sizes are not known for both runs",),
             ("payload_bytes_mean in production and in the load test",))
     if ratio <= 1.1:
-        return Finding("payload-size", "contradicted", 0.8, (
-            *evidence, "production's requests are not bigger than the test's"))
+        return Finding("payload-size", "contradicted", 0.8, tuple(evidence))
     gap = _latency_gap(ev)
     if gap is not None and gap[1] > 0:
         seen = gap[0] / gap[1]

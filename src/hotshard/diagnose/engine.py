@@ -165,7 +165,8 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
     if found["no-hot-spot"] == "fits":
         recs.append(Recommendation("Keep uniform synthetic keys",
                                    "no key concentrates traffic here: profiling buys nothing"))
-    if t is not None and rate_of(t) and rate_of(p) and found["key-skew"] == "fits":
+    if t is not None and rate_of(t) and rate_of(p) and rate_of(t) >= rate_of(p) \
+            and found["key-skew"] == "fits":
         notes.append(f"the test ran at {rps(rate_of(t))}, production at {rps(rate_of(p))}: "
                      "capacity was never the question")
     return recs
