@@ -361,3 +361,39 @@ def test_module_imports_no_other_hotshard_package():
                          check=True).stdout.split()
     assert out == ["hotshard", "hotshard._atomic", "hotshard._files", "hotshard.errors",
                    "hotshard.observations"]
+
+
+# -- salvaging a hand-written file ----------------------------------------------------------------
+def test_salvage_keeps_valid_fields_and_names_each_dropped_one(tmp_path):
+    doc = {"format": FORMAT, "label": "production", "rate_rps": 3000,
+           "cache_hit_rate": 62,  # percent, not a fraction
+           "latency_ms": {"p50": 900, "p99": 800},  # decreasing: a copying slip
+           "shards": [{"id": "0", "cpu": 0.2, "requests": 10},
+                      {"id": "1", "cpu": 95, "requests": 12},
+                      {"cpu": 0.3}]}
+    path = tmp_path / "prod.json"
+    path.write_text(json.dumps(doc))
+    obs, dropped = Observations.load_salvaged(path)
+    assert obs.rate_rps == 3000 and obs.cache_hit_rate is None and obs.latency_ms is None
+    assert [s.id for s in obs.shards] == ["0", "1"]
+    assert obs.shards[1].cpu is None and obs.shards[1].requests == 12
+    text = "\n".join(dropped)
+    assert "cache_hit_rate" in text and "write 0.62 for 62%" in text
+    assert "latency_ms.p99" in text and "shards[1].cpu" in text and "shards[2].id" in text
+    assert len(dropped) == 4
+
+
+def test_salvage_cannot_rescue_another_format_or_a_missing_label(tmp_path):
+    for doc, words in (({"format": "grafana/7", "label": "x"}, "format"),
+                       ({"format": FORMAT}, "label"), ([1, 2], "object")):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(doc))
+        with pytest.raises(ObservationsError, match=words):
+            Observations.load_salvaged(path)
+
+
+def test_salvage_of_a_valid_file_drops_nothing(tmp_path):
+    obs = Observations(label="x", rate_rps=5, shards=({"id": "0", "cpu": 0.5},))
+    path = tmp_path / "ok.json"
+    obs.save(path)
+    assert Observations.load_salvaged(path) == (obs, ())
