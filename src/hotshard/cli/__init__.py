@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "Open-loop load (HTTP, Redis Cluster), honest latency."),
     "diagnose": ("hotshard.cli.diagnose", "diagnose",
                  "Rank the explanations of a test that missed production."),
+    "report": ("hotshard.cli.report", "report", "One offline HTML report: plots and diagnosis."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }
