@@ -65,9 +65,16 @@ wrk:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; }
 
+# tests/report/test_chromium.py opens the HTML report in headless Chromium (Debian `chromium`).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium not found: installing it via apt (the report's rendering test)"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
 install: redis $(STAMP)-run
 
-install-test: java redis $(STAMP)-test
+install-test: java redis chromium $(STAMP)-test
 
 demo: install
 	$(BIN)/hotshard demo
