@@ -15,7 +15,7 @@ def test_committed_observation_files_are_what_the_script_makes(tmp_path):
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     made = script.make(tmp_path, 2026)
-    for name, obs in made.items():
+    for name in made:
         assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes(), name
     prod = made[script.PRODUCTION_FILE]
     test = made[script.LOADTEST_FILE]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from hotshard.diagnose import CAUSES
 from tests.conftest import ROOT, run_cli
@@ -42,7 +43,7 @@ def test_incident_json_contract():
 
 
 def test_a_malformed_field_is_dropped_with_a_note(tmp_path):
-    doc = json.loads(open(PROD).read())
+    doc = json.loads(Path(PROD).read_text())
     doc["shards"][3]["cpu"] = 95  # percent instead of a fraction
     doc["payload_bytes_mean"] = "big"
     bad = tmp_path / "prod.json"

@@ -146,17 +146,3 @@ def test_output_to_missing_directory_is_an_error(tmp_path):
     res = run_cli("fit", str(shared("csn", "words.txt")), "-o", str(tmp_path / "no" / "f.json"))
     assert res.returncode == 2
     assert "does not exist" in res.stderr
-
-
-def test_demo_runs_and_computes():
-    res = run_cli("demo")
-    assert res.returncode == 0, res.stderr
-    assert "recovers the true alpha" in res.stdout
-    assert "top 1% of channels share" in res.stdout
-    # the incident simulated: the production row's hottest shard runs far above the test's
-    rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()
-            if line.startswith("incident-")}
-    assert set(rows) == {"incident-test", "incident-production", "incident-mitigated"}
-    hottest = {name: int(cols[2].rstrip("%")) for name, cols in rows.items()}
-    assert hottest["incident-production"] > 85 > 50 > hottest["incident-test"]
-    assert hottest["incident-mitigated"] < 50

@@ -78,7 +78,7 @@ def ms(x: float) -> str:
 
 
 def times(x: float) -> str:
-    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 1.05 else f"{x:.2f}x"
+    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 2 else f"{x:.2f}x"
 
 
 def rps(x: float) -> str:
