@@ -288,6 +288,17 @@ def test_profile_without_a_partitioner_says_what_to_name(production):
     assert _section(page, "profile").count("<svg") == 1  # the rank-frequency plot still
 
 
+def test_a_partitioner_that_cannot_place_the_profile_leaves_a_note(production):
+    page = build_report([production], profile=Profile.load(INCIDENT), partitioner="map")
+    assert "the profile&#x27;s per-shard load is not predicted: the map partitioner needs a " \
+           "map file" in _section(page, "shards")
+
+
+def test_repeated_labels_are_numbered(production):
+    header = build_report([production, production]).split("</header>")[0]
+    assert "<td>production</td>" in header and "<td>production (2)</td>" in header
+
+
 def test_non_uniform_ownership_is_described_as_a_range():
     profile = Profile.load(INCIDENT)
     page = build_report([_run("production")], profile=profile, partitioner="cassandra",

@@ -544,8 +544,9 @@ def build_report(observations: Observations | Sequence[Observations], *,
     ------
     InputError
         No observations, ``sources`` of the wrong length, a role that is not one of the runs,
-        an unknown partitioner or one that cannot be built without a layout file, or
-        matplotlib missing.
+        an unknown partitioner name, or matplotlib missing. A partitioner that cannot place
+        this profile (one that needs a layout file; a pseudonymized profile's placement not
+        recorded for it) leaves a note in the per-shard section instead.
     """
     originals = [observations] if isinstance(observations, Observations) else list(observations)
     if not originals:
@@ -566,7 +567,10 @@ def build_report(observations: Observations | Sequence[Observations], *,
         layout, layout_note = resolve_layout(items, profile, partitioner=partitioner,
                                              shards=shards, key_type=key_type)
         if layout is not None:
-            predicted = predicted_loads(profile, layout)
+            try:
+                predicted = predicted_loads(profile, layout)
+            except InputError as exc:  # e.g. a pseudonymized profile placed on another store
+                layout, layout_note = None, f"the profile's per-shard load is not predicted: {exc}"
     page = _Page()
     header = _header(items, roles, sources, profile, profile_source, layout, notes)
     bodies = {
