@@ -20,7 +20,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java wrk redis venv-rebuild clean
+.PHONY: demo test install install-test lint bench lock java wrk redis chromium venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which

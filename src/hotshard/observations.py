@@ -591,6 +591,19 @@ class Observations:
         return None if counts is None else sum(counts)
 
     @property
+    def recorded_partitioner(self) -> str | None:
+        """The store's partitioner as the tool that wrote this run recorded it
+        (``extra.partitioner``, ``extra.drive.partitioner``, ``extra.simulation.partitioner``
+        or ``extra.simulation.model.partitioner``); None when none is named."""
+        sim = self.extra.get("simulation")
+        for where in (self.extra, self.extra.get("drive"), sim,
+                      sim.get("model") if isinstance(sim, Mapping) else None):
+            name = where.get("partitioner") if isinstance(where, Mapping) else None
+            if isinstance(name, str):
+                return name
+        return None
+
+    @property
     def hottest_shard(self) -> ShardObservation | None:
         """The busiest shard: by CPU when every shard reports it (CPU is what saturates), else
         by requests when every shard reports those; None otherwise. Ties go to the first."""

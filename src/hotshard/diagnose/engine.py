@@ -58,16 +58,6 @@ def pick_roles(observations: Sequence[Observations]
     return production, test or (others[0] if others else None)
 
 
-def _partitioner_named(obs: Observations) -> str | None:
-    sim = obs.extra.get("simulation")
-    for where in (obs.extra, obs.extra.get("drive"), sim,
-                  sim.get("model") if isinstance(sim, dict) else None):
-        name = where.get("partitioner") if isinstance(where, dict) else None
-        if isinstance(name, str):
-            return name
-    return None
-
-
 def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None
               ) -> list[Recommendation]:
     """Predict the hottest shard's share before and after each mitigation on this profile."""
@@ -109,7 +99,7 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
         s = ev.spread
         hot_cpu = s.hottest.cpu
         if ev.profile is not None and s.shards >= 2:
-            name = partitioner or _partitioner_named(p)
+            name = partitioner or p.recorded_partitioner
             if name is None:
                 name = DEFAULT_PARTITIONER
                 notes.append(f"the store's partitioner is not named: the what-ifs assume "

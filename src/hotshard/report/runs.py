@@ -260,18 +260,10 @@ class Layout:
 
 
 def recorded_partitioner(observations: Sequence[Observations]) -> str | None:
-    """The partitioner a run names (``extra.partitioner``, ``extra.drive.partitioner``,
-    ``extra.simulation.partitioner`` or ``extra.simulation.model.partitioner``), from the
-    first run that names one."""
-    for obs in observations:
-        sim = obs.extra.get("simulation")
-        places = (obs.extra, obs.extra.get("drive"), sim,
-                  sim.get("model") if isinstance(sim, Mapping) else None)
-        for where in places:
-            name = where.get("partitioner") if isinstance(where, Mapping) else None
-            if isinstance(name, str):
-                return name
-    return None
+    """The partitioner recorded by the first run that names one
+    (``Observations.recorded_partitioner``)."""
+    return next((name for obs in observations
+                 if (name := obs.recorded_partitioner) is not None), None)
 
 
 def _recorded_shards(observations: Sequence[Observations]) -> int | None:
