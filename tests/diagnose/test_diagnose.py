@@ -17,10 +17,11 @@ import pytest
 
 from hotshard.diagnose import CAUSES
 from hotshard.diagnose.engine import diagnose, pick_roles
-from hotshard.diagnose.evidence import BAND_FALSE_ALARM, load_spread, profile_shape
+from hotshard.diagnose.evidence import BAND_FALSE_ALARM, load_spread
 from hotshard.observations import Observations
 from hotshard.profile.count import count_profile
 from hotshard.profile.model import Profile
+from hotshard.profile.shape import profile_shape
 from tests.conftest import ROOT, trace_profile
 
 EXAMPLES = ROOT / "examples"

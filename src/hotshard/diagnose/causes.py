@@ -12,16 +12,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hotshard.diagnose.evidence import (
-    CostSpread,
-    LoadSpread,
-    ProfileShape,
-    rate_of,
-    uniform_cache_hit,
-)
+from hotshard.diagnose.evidence import CostSpread, LoadSpread, rate_of, uniform_cache_hit
 from hotshard.diagnose.model import Finding
 from hotshard.observations import Observations
 from hotshard.profile.model import Profile
+from hotshard.profile.shape import ProfileShape
 
 __all__ = ["JUDGES", "Evidence", "TYPICAL_CROSS_ZONE_RTT_MS"]
 

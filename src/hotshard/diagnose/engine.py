@@ -11,16 +11,12 @@ import math
 from collections.abc import Sequence
 
 from hotshard.diagnose.causes import JUDGES, Evidence, pct, rps, times
-from hotshard.diagnose.evidence import (
-    cost_spread,
-    load_spread,
-    profile_shape,
-    rate_of,
-)
+from hotshard.diagnose.evidence import cost_spread, load_spread, rate_of
 from hotshard.diagnose.model import Diagnosis, Recommendation
 from hotshard.errors import InputError
 from hotshard.observations import Observations
 from hotshard.profile.model import Profile
+from hotshard.profile.shape import profile_shape
 
 __all__ = ["DEFAULT_PARTITIONER", "diagnose", "pick_roles"]
 

@@ -9,7 +9,6 @@ the judging (and the words) live in ``causes``.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +17,8 @@ from scipy.stats import norm
 from hotshard.observations import Observations, ShardObservation
 from hotshard.profile.model import Profile
 
-__all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "ProfileShape", "cost_spread",
-           "load_spread", "profile_shape", "rate_of", "uniform_cache_hit", "uuid_like"]
+__all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "cost_spread", "load_spread",
+           "rate_of", "uniform_cache_hit"]
 
 # Family-wise false-alarm rate of the uniform band: the chance that uniform keys push *any* of
 # the k shards above the band's top is at most this (Bonferroni over shards), so an observed
@@ -159,60 +158,6 @@ def cost_spread(obs: Observations) -> CostSpread | None:
                 slow_node, slow_ratio = node, ratio
     return CostSpread(obs.shards[hot], float(cost[hot] / median),
                       float(req_a[hot] / req_a.sum()), slow_node, slow_ratio)
-
-
-_UUID = re.compile(r"^(?:[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
-                   r"[0-9a-fA-F]{12}|[0-9a-fA-F]{32,})$")
-
-
-def uuid_like(keys: tuple[str, ...]) -> bool:
-    """Most of the keys are random identifiers (UUIDs or long hex), which no natural grouping
-    queries: the sign of a key space without semantic hot spots."""
-    if not keys:
-        return False
-    sample = keys[:200]
-    return sum(bool(_UUID.match(k)) for k in sample) >= 0.9 * len(sample)
-
-
-@dataclass(frozen=True, slots=True)
-class ProfileShape:
-    """The profile's concentration: the shares that say whether any key is semantically hot."""
-
-    events: float
-    keys: float
-    top1_share: float
-    top1pct_share: float
-    top1pct_vs_uniform: float  # top 1% share over 1% (1 = uniform)
-    max_count: float
-    uuid_keys: bool
-    near_uniform: bool
-
-
-# A profile is near-uniform when its busiest key carries at most this many times a key's fair
-# share of events AND its top 1% of keys at most this many times 1%: a Poisson-noise spread of
-# counts (every key seen once or twice, as in a UUID-keyed store) sits well under both, while
-# any real hot spot (a live channel, a best seller) is orders of magnitude above.
-NEAR_UNIFORM_FACTOR = 10.0
-
-
-def profile_shape(profile: Profile) -> ProfileShape:
-    from hotshard.profile.inspect import summarize
-
-    summary = summarize(profile)
-    events, keys = float(profile.events), float(profile.keys)
-    counts = np.asarray(profile.head_counts, dtype=np.float64)
-    max_count = float(counts.max()) if counts.size else 0.0
-    if max_count == 0:
-        tail_counts, tail_keys = profile.tail.classes()
-        present = tail_counts[np.asarray(tail_keys) > 0]
-        max_count = float(present.max()) if present.size else 0.0
-    fair = events / keys if keys else math.inf
-    ratio = summary.top1pct_vs_uniform
-    near = (max_count <= NEAR_UNIFORM_FACTOR * max(fair, 1.0)
-            and (math.isnan(ratio) or ratio <= NEAR_UNIFORM_FACTOR))
-    return ProfileShape(events, keys, max_count / events if events else 0.0,
-                        summary.top1pct_share, ratio, max_count,
-                        uuid_like(tuple(profile.head_keys)), near)
 
 
 def uniform_cache_hit(profile: Profile, production_hit: float, test_keys: float
