@@ -18,7 +18,7 @@ LAYERS = [
     {"errors", "observations", "_atomic", "_files", "_threads", "__init__"},
     {"profile"},
     {"shards", "workload"},
-    {"sim", "cluster"},
+    {"sim", "cluster", "compare"},
     {"drive", "service"},
     {"diagnose", "report", "render", "demo"},
     {"cli"},

@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "diagnose": ("hotshard.cli.diagnose", "diagnose",
                  "Rank the explanations of a test that missed production."),
     "report": ("hotshard.cli.report", "report", "One offline HTML report: plots and diagnosis."),
+    "check": ("hotshard.cli.check", "check",
+              "CI gate: would a load test's keys hide a hot key or shard?"),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }

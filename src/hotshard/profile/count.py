@@ -353,6 +353,15 @@ def accumulate_placement(batches, head_keys: Sequence[str],
     return {p.spec: PlacementRecord.of(p, totals[p.spec]) for p in placers}
 
 
+def count_keys(inputs: Sequence[str], *, key: str, keys: Sequence[str]) -> dict[str, int]:
+    """Exact events per key for the given ``keys`` (as text) in ``inputs`` (DuckDB); keys that
+    never occur are absent from the result."""
+    from hotshard.profile.engines.duckdb_engine import count_keys as engine_count_keys
+
+    files, fmt = resolve_inputs(inputs)
+    return engine_count_keys(files, fmt, key, list(keys))
+
+
 def key_column_is_integer(inputs: Sequence[str], key: str) -> bool:
     """Whether the key column has an integer type (read from the schema only)."""
     import duckdb

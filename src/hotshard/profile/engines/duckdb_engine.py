@@ -264,3 +264,32 @@ def _key_batches(s: _Session, size: int = 1 << 18):
         if not chunk:
             return
         yield [r[0] for r in chunk], [r[1] for r in chunk]
+
+
+def count_keys(files: list[str], fmt: str, key: str, keys: list[str]) -> dict[str, int]:
+    """Exact events of each of ``keys`` (compared as text) in ``files``: one filtered pass.
+
+    For comparing two key streams on the same keys (``hotshard check``): a profile's head
+    has only its own hottest keys, while the comparison needs the other side's.
+    """
+    import duckdb
+
+    con = duckdb.connect(config={"preserve_insertion_order": False})
+    try:
+        con.execute("CREATE TEMP TABLE watch (k VARCHAR)")
+        con.executemany("INSERT INTO watch VALUES (?)", [(k,) for k in keys])
+        source = source_sql(fmt, files)
+        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        if key not in names:
+            raise InputError(f"no column {key!r} in the input; its columns are: "
+                             f"{', '.join(names)}")
+        rows = con.execute(f"SELECT CAST({_q(key)} AS VARCHAR) AS k, count(*) FROM {source} "
+                           "WHERE CAST({0} AS VARCHAR) IN (SELECT k FROM watch) GROUP BY 1"
+                           .format(_q(key))).fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"cannot count {', '.join(files[:3])}"
+                         f"{' ...' if len(files) > 3 else ''}: {_first_line(exc)}") from None
+    finally:
+        con.close()
+    return {k: int(n) for k, n in rows}
+

@@ -1,0 +1,145 @@
+"""`hotshard check`: would this load test hide a hot key or a hot shard? (a CI gate)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import click
+
+from hotshard.cli._options import PARTITIONER_CHOICE, partitioner_options
+
+_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+
+
+class ThresholdSpec(click.ParamType):
+    """NAME=VALUE for --threshold, checked against the known names when the check runs."""
+
+    name = "NAME=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        name, sep, number = str(value).partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            return name.strip(), float(number)
+        except ValueError:
+            self.fail(f"{value!r} is not NAME=VALUE with a number, e.g. head_fail=0.4",
+                      param, ctx)
+
+
+def _is_profile(path: str) -> bool:
+    """A ``hotshard.profile/1`` document, as opposed to events (JSON lines are events too)."""
+    if not path.lower().endswith(".json"):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b'"hotshard.profile/' in head
+
+
+def _load_test(inputs, key, production, partitioner):
+    """(test profile, exact test counts of production's head keys or None)."""
+    from hotshard.profile.count import count_keys, count_profile
+    from hotshard.profile.model import Profile
+
+    if len(inputs) == 1 and _is_profile(inputs[0]):
+        return Profile.load(inputs[0]), None
+    column = key or production.source.get("key")
+    if not column:
+        raise click.UsageError("say which column holds the test's keys: --key COL")
+    placements = (partitioner,) if partitioner is not None else ()
+    test = count_profile(list(inputs), key=column, placements=placements)
+    counts = count_keys(list(inputs), key=column, keys=production.head_keys)
+    return test, counts
+
+
+def _text(report) -> str:
+    lines = []
+    for c in report.checks:
+        lines.append(f"{_MARK[c.verdict]:5} {c.name}")
+        lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
+                                   subsequent_indent="      "))
+    lines.append("")
+    if report.verdict == "fail":
+        what = []
+        if report.hidden_keys:
+            keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
+            more = len(report.hidden_keys) - 5
+            what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))
+        if report.hot_shard is not None:
+            what.append(f"hot shard {report.hot_shard['shard']}")
+        hides = " and ".join(what) if what else "what production concentrates"
+        lines.append(f"FAIL: this test would hide {hides}; refuse it (exit status 1).")
+    elif report.verdict == "warn":
+        lines.append("PASS with warnings: the test hides no hot key or hot shard, but differs "
+                     "from production as noted.")
+    else:
+        lines.append("PASS" + (f": {report.no_hot_spot}." if report.no_hot_spot else
+                               ": the test's keys concentrate load as production's do."))
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("test_inputs", nargs=-1, required=True, metavar="TEST...")
+@click.option("--against", "production_path", required=True, metavar="PROD_PROFILE",
+              help="Production's profile (hotshard profile).")
+@click.option("--key", metavar="COL",
+              help="Column of the test's keys [default: the one production was profiled by].")
+@click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
+              help="Add the hot-shard check: both placed by this store's partitioner.")
+@click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards for --partitioner.")
+@partitioner_options
+@click.option("--cache-size", type=click.IntRange(min=1), metavar="C",
+              help="Add LRU hit rates (Che's approximation) at C entries for both.")
+@click.option("--threshold", "thresholds", type=ThresholdSpec(), multiple=True,
+              help="Override a threshold, e.g. head_fail=0.4 (repeatable); names and reasons "
+                   "in the README.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def check(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
+          as_json, cache_size, **layout):
+    """Check a load test's keys against production's profile, before the test runs.
+
+    TEST is the test's key stream (any input hotshard profile reads: Parquet, CSV, JSON
+    lines, globs; profiled the same way) or a profile of it. Each check gets a verdict with
+    its numbers: head coverage (production's hot keys at their share), top-1% and top-10
+    shares, tail exponent, working set (and LRU hit rates with --cache-size), and with
+    --partitioner the hottest shard against production's. Exit status 1 when the test would
+    hide a hot key or a hot shard (a check fails), 0 otherwise (warnings included), 2 on bad
+    input. When production has no semantic hot spot, uniform test keys pass, with the reason.
+
+    \b
+    Examples:
+      hotshard check test-keys.parquet --against prod.profile.json -p kafka -n 64
+      hotshard check 'load/*.csv' --key channel_id --against prod.profile.json --json
+      hotshard check test.profile.json --against prod.profile.json --cache-size 100000
+    """
+    from hotshard.compare.check import Thresholds
+    from hotshard.compare.check import check as run_check
+    from hotshard.profile.model import Profile
+
+    production = Profile.load(production_path)
+    limits = Thresholds().updated(dict(thresholds))
+    part = None
+    if partitioner is not None:
+        from hotshard.cli.shards import _need_shard_count
+        from hotshard.shards import resolve_key_type
+        from hotshard.shards.partitioners import make_partitioner
+
+        _need_shard_count(partitioner, shards, layout)
+        chosen = resolve_key_type(partitioner, key_type, integer_keys=production.integer_keys)
+        part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
+    elif shards is not None:
+        raise click.UsageError("--shards goes with --partitioner")
+    test, counts = _load_test(test_inputs, key, production, part)
+    report = run_check(test, production, partitioner=part, cache_size=cache_size,
+                       thresholds=limits, test_counts=counts)
+    if as_json:
+        click.echo(json.dumps({**report.to_dict(), "thresholds": limits.to_dict()}))
+    else:
+        click.echo(_text(report))
+    raise click.exceptions.Exit(report.exit_status)

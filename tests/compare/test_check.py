@@ -1,0 +1,148 @@
+"""`check` on the real traces: the verdicts the issue asks for, and the numbers behind them.
+
+Test key streams are drawn over production's own key space (the distinct keys of the trace),
+as a load test of that store would: uniformly (the incident's generator), from production's
+profile (`hotshard generate`), and YCSB's scrambled zipfian over the same keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hotshard.compare.check import (
+    EXPECTED_COUNT,
+    MIN_TEST_EVENTS,
+    Thresholds,
+    check,
+    events_needed,
+)
+from hotshard.errors import InputError
+from hotshard.profile.count import count_keys, count_profile
+from hotshard.shards.partitioners import make_partitioner
+from hotshard.workload.generate import parse_dist
+from tests.conftest import shared, trace_profile
+
+EVENTS = 300_000
+
+
+def _key_space(name: str) -> np.ndarray:
+    return np.unique(pq.read_table(shared("traces", f"{name}.parquet")).column("key")
+                     .to_numpy())
+
+
+def _run(tmp_path, production, keys, name, partitioner=None, **kw):
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(pa.table({"key": keys}), path)
+    placements = (partitioner,) if partitioner is not None else ()
+    test = count_profile([str(path)], key="key", placements=placements)
+    counts = count_keys([str(path)], key="key", keys=production.head_keys)
+    return check(test, production, partitioner=partitioner, test_counts=counts, **kw)
+
+
+@pytest.fixture(scope="module")
+def web07():
+    return trace_profile("web07")
+
+
+@pytest.fixture(scope="module")
+def ring():
+    return make_partitioner("kafka", 16, key_type="bigint")
+
+
+def test_uniform_keys_against_web07_fail_naming_hot_shard_and_keys(tmp_path, web07, ring):
+    space = _key_space("web07")
+    keys = np.random.default_rng(1).choice(space, EVENTS)
+    report = _run(tmp_path, web07, keys, "uniform", ring, cache_size=2000)
+    assert report.verdict == "fail" and report.exit_status == 1
+    verdicts = {c.name: c.verdict for c in report.checks}
+    assert verdicts["head-coverage"] == "fail" and verdicts["hot-shard"] == "fail"
+    assert verdicts["top-shares"] == "fail"
+    # the hot keys named are production's hottest, in order
+    assert [k for k, _, _ in report.hidden_keys[:3]] == list(web07.head_keys[:3])
+    # the hot shard named is predict's for production, with its keys
+    from hotshard.shards.predict import predict
+
+    pred = predict(web07, ring)
+    assert report.hot_shard["shard"] == pred.hottest
+    assert report.hot_shard["production_share"] == pytest.approx(float(pred.shares.max()))
+    # uniform keys put ~1/16 on it: well inside the uniform band, nowhere near production's
+    assert report.hot_shard["test_share"] < 0.8 * report.hot_shard["production_share"]
+    # a uniform stream's head coverage: each head key gets ~1/K of the test
+    coverage = next(c for c in report.checks if c.name == "head-coverage").numbers["coverage"]
+    p = np.asarray(web07.head_counts) / web07.events
+    expected = np.minimum(p, 1 / space.size).sum() / p.sum()
+    assert coverage == pytest.approx(expected, rel=0.1)  # Poisson noise of ~18 hits a key
+
+
+def test_keys_generated_from_the_profile_pass(tmp_path, web07, ring):
+    from hotshard.cli import main
+
+    prof = tmp_path / "web07.json"
+    web07.save(prof)
+    out = tmp_path / "gen.parquet"
+    assert main(["generate", str(prof), "--events", str(EVENTS), "--seed", "3", "-o",
+                 str(out)]) == 0
+    keys = pq.read_table(out).column("channel_id").to_numpy()
+    report = _run(tmp_path, web07, keys, "generated", ring, cache_size=2000)
+    assert report.verdict == "pass", [c.message for c in report.checks if c.verdict != "pass"]
+    assert report.exit_status == 0 and not report.hidden_keys
+
+
+def test_ycsb_scrambled_zipfian_keys_hide_production_hot_keys(tmp_path, web07, ring):
+    """YCSB's scrambled zipfian (theta 0.99) over the same keys: as skewed as production, but
+    on other keys: head coverage fails (production's hot keys are cold in it), while its own
+    hot spot gives a hot shard of similar size elsewhere."""
+    space = _key_space("web07")
+    positions = parse_dist(f"scrambled_zipfian:{space.size}").sample(
+        EVENTS, np.random.default_rng(2))
+    report = _run(tmp_path, web07, space[np.asarray(positions)], "ycsb", ring)
+    verdicts = {c.name: c.verdict for c in report.checks}
+    assert verdicts["head-coverage"] == "fail"
+    assert report.verdict == "fail"
+    shard = next(c for c in report.checks if c.name == "hot-shard").numbers
+    assert shard["test_hottest_shard"] != shard["production_hottest_shard"]
+
+
+def test_uniform_keys_against_a_store_without_hot_spot_pass(tmp_path):
+    corda = trace_profile("corda-vault")
+    keys = np.random.default_rng(4).choice(_key_space("corda-vault"), 50_000)
+    report = _run(tmp_path, corda, keys, "uniform-corda")
+    assert report.verdict == "pass" and report.no_hot_spot
+    assert "no semantic hot spot" in report.no_hot_spot
+    assert "uniform test keys are right" in report.no_hot_spot
+
+
+def test_too_few_test_events_say_how_many_are_needed(tmp_path, web07):
+    need = events_needed(web07)
+    tenth = float(np.asarray(web07.head_counts)[9]) / web07.events
+    assert need == max(MIN_TEST_EVENTS, int(np.ceil(EXPECTED_COUNT / tenth)))
+    keys = np.random.default_rng(5).choice(_key_space("web07"), need - 1)
+    with pytest.raises(InputError, match=f"at least {need:,}"):
+        _run(tmp_path, web07, keys, "short")
+
+
+def test_a_test_over_another_key_format_is_refused(tmp_path, web07):
+    keys = np.array([f"user{i:08d}" for i in np.random.default_rng(6).integers(0, 1e6, 5000)])
+    with pytest.raises(InputError, match="share no key at all"):
+        _run(tmp_path, web07, keys, "strings")
+
+
+def test_thresholds_are_checked_and_overridable():
+    t = Thresholds().updated({"head_fail": 0.3})
+    assert t.head_fail == 0.3 and t.head_warn == Thresholds().head_warn
+    with pytest.raises(InputError, match="unknown threshold 'head_fial'"):
+        Thresholds().updated({"head_fial": 0.3})
+    with pytest.raises(InputError, match="must not be above"):
+        Thresholds().updated({"head_fail": 0.9})
+
+
+def test_a_looser_threshold_turns_the_same_numbers_into_a_pass(tmp_path, web07, ring):
+    space = _key_space("web07")
+    keys = np.random.default_rng(1).choice(space, EVENTS)
+    loose = Thresholds(head_fail=0, head_warn=0, share_fail=0, share_warn=0, shard_fail=0,
+                       shard_warn=0)
+    report = _run(tmp_path, web07, keys, "uniform", ring, thresholds=loose)
+    assert report.exit_status == 0

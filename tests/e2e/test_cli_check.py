@@ -1,0 +1,106 @@
+"""`hotshard check` as a pipeline runs it: exit 1 refuses a test that hides a hot spot."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import run_cli, shared
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("check")
+    web07 = d / "web07.json"
+    r = run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key", "-o",
+                str(web07), "-q")
+    assert r.returncode == 0, r.stderr
+    space = np.unique(pq.read_table(shared("traces", "web07.parquet")).column("key")
+                      .to_numpy())
+    uniform = d / "uniform.parquet"
+    pq.write_table(pa.table({"key": np.random.default_rng(1).choice(space, 200_000)}), uniform)
+    generated = d / "generated.parquet"
+    r = run_cli("generate", str(web07), "--events", "200000", "--seed", "2", "-o",
+                str(generated))
+    assert r.returncode == 0, r.stderr
+    return d, web07, uniform, generated
+
+
+def test_uniform_keys_fail_and_name_what_they_hide(files):
+    _, web07, uniform, _ = files
+    r = run_cli("check", str(uniform), "--against", str(web07), "-p", "kafka", "-n", "16")
+    assert r.returncode == 1, r.stderr
+    assert "FAIL  head-coverage" in r.stdout and "FAIL  hot-shard" in r.stdout
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("FAIL: this test would hide hot keys 107, 71, 73")
+    assert "hot shard 10" in last and "exit status 1" in last
+
+
+def test_generated_keys_pass_and_json_contract(files):
+    _, web07, _, generated = files
+    r = run_cli("check", str(generated), "--key", "channel_id", "--against", str(web07),
+                "-p", "kafka", "-n", "16", "--cache-size", "2000", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "pass" and doc["exit_status"] == 0
+    names = [c["name"] for c in doc["checks"]]
+    assert names == ["head-coverage", "top-shares", "tail-exponent", "working-set", "hot-shard"]
+    for c in doc["checks"]:
+        assert c["verdict"] in ("pass", "warn", "fail") and c["message"] and c["numbers"]
+    assert doc["thresholds"]["head_fail"] == 0.5
+
+
+def test_a_profile_of_the_test_works_as_input(files, tmp_path):
+    _, web07, uniform, _ = files
+    prof = tmp_path / "test.profile.json"
+    assert run_cli("profile", str(uniform), "--key", "key", "-o", str(prof), "-q"
+                   ).returncode == 0
+    r = run_cli("check", str(prof), "--against", str(web07))
+    assert r.returncode == 1 and "FAIL  head-coverage" in r.stdout
+
+
+def test_threshold_override_changes_the_verdict(files):
+    _, web07, uniform, _ = files
+    loose = ["--threshold", "head_fail=0", "--threshold", "head_warn=0", "--threshold",
+             "share_fail=0", "--threshold", "share_warn=0"]
+    r = run_cli("check", str(uniform), "--against", str(web07), *loose)
+    assert r.returncode == 0, r.stdout
+
+
+def test_uniform_keys_pass_against_a_store_without_hot_spots(tmp_path):
+    corda = tmp_path / "corda.json"
+    assert run_cli("profile", str(shared("traces", "corda-vault.parquet")), "--key", "key",
+                   "-o", str(corda), "-q").returncode == 0
+    space = np.unique(pq.read_table(shared("traces", "corda-vault.parquet")).column("key")
+                      .to_numpy())
+    test = tmp_path / "uniform.parquet"
+    pq.write_table(pa.table({"key": np.random.default_rng(3).choice(space, 20_000)}), test)
+    r = run_cli("check", str(test), "--against", str(corda))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no semantic hot spot" in r.stdout and "uniform test keys are right" in r.stdout
+
+
+def test_wrong_inputs_exit_2_in_one_line(files, tmp_path):
+    d, web07, uniform, _ = files
+    short = tmp_path / "short.parquet"
+    pq.write_table(pa.table({"key": np.arange(100)}), short)
+    cases = [
+        ((str(tmp_path / "nope.parquet"), "--against", str(web07)), "nope.parquet"),
+        ((str(uniform), "--against", str(uniform)), "uniform.parquet"),
+        ((str(short), "--against", str(web07)), "the checks need at least"),
+        ((str(uniform), "--against", str(web07), "--key", "channel"), "no column 'channel'"),
+        ((str(uniform), "--against", str(web07), "--threshold", "head_fial=1"),
+         "unknown threshold"),
+        ((str(uniform), "--against", str(web07), "--threshold", "oops"), "NAME=VALUE"),
+        ((str(uniform), "--against", str(web07), "-n", "4"), "--shards goes with"),
+        ((str(uniform), "--against", str(web07), "-p", "kafka"), "--shards"),
+    ]
+    for args, words in cases:
+        r = run_cli("check", *args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
