@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("hotshard.cli.report", "report", "One offline HTML report: plots and diagnosis."),
     "check": ("hotshard.cli.check", "check",
               "CI gate: would a load test's keys hide a hot key or shard?"),
+    "diff": ("hotshard.cli.diff", "diff", "How production's hot spots moved between two profiles."),
     "demo": ("hotshard.cli.demo", "demo",
              "The whole story on embedded defaults (no files needed)."),
 }
