@@ -65,7 +65,7 @@ def test_help_shows_the_options():
 def odd_files(tmp_path_factory, pair) -> Path:
     folder = tmp_path_factory.mktemp("odd")
     (folder / "empty.json").write_text("")
-    (folder / "other.json").write_text('{"format": "hotshard.observations/1", "label": "x"}')
+    (folder / "other.json").write_text('{"rows": [1, 2]}')  # JSON, but no profile
     (folder / "text.csv").write_text("k,n\n" + "".join(f"user{i},{100 - i}\n"
                                                        for i in range(1, 30)))
     res = run_cli("profile", "text.csv", "--key", "k", "--counts", "n", "-o", "text.json", "-q",
@@ -78,7 +78,7 @@ def odd_files(tmp_path_factory, pair) -> Path:
 @pytest.mark.parametrize(("args", "words"), [
     (["missing.json", "web07.json"], ["missing.json"]),
     (["empty.json", "web07.json"], ["empty.json is empty"]),
-    (["other.json", "web07.json"], ["other.json", "hotshard.profile/1"]),
+    (["other.json", "web07.json"], ["other.json", "profile"]),
     (["web07.json", "text.json"], ["no common keys at all", "same key space",
                                    "A's keys are integers, B's are text"]),
     (["web07.json", "web07.json", "--top", "501"], ["top must be at most the smaller head"]),
