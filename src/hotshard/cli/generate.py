@@ -25,8 +25,14 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
               help="Seed: same seed, same bytes, whatever --workers.")
 @click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS),
-              help="Output format [default: from OUT's extension (.parquet, .csv, .jsonl); csv "
-                   "for -, standard output].")
+              help="Output format [default: from OUT's extension (.parquet, .csv, .jsonl; "
+                   ".json is JSON lines too); csv for -, standard output]. k6 and csv-feeder "
+                   "hold only the keys, the same keys in the same order as the other formats, "
+                   "for other load tools: k6 is one JSON array of key strings, what k6's "
+                   "SharedArray loads (strings even for integer keys: JavaScript numbers lose "
+                   "IDs above 2^53); csv-feeder is a channel_id header and one key per line, "
+                   "quoted only when RFC 4180 needs it (JMeter's CSV Data Set Config, "
+                   "Gatling's csv feeder). Write them as .json and .csv.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Threads generating chunks ahead of the writer (GIL-free kernels).")
 @click.option("--keys", type=Count(),
@@ -62,8 +68,9 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
 @click.option("--verify", is_flag=True,
               help="Check OUT against PROFILE instead of generating (head shares, tail). A "
                    "Parquet OUT records its --keys/--key-scaling/--tail and event windows; for "
-                   "CSV or JSON lines give --keys/--key-scaling/--tail (a file made with "
-                   "--event verifies only as Parquet, which records the windows).")
+                   "CSV, csv-feeder or JSON lines give --keys/--key-scaling/--tail (a file made "
+                   "with --event verifies only as Parquet, which records the windows). A k6 "
+                   "array is not read: verify the same run generated as Parquet.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
              tail, hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):
@@ -82,6 +89,8 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
       hotshard generate --dist zipf:0.99:1e6 --events 1e6 -o zipf.parquet
       hotshard generate profile.json --events 1e7 --event 4711:0.4:10m:40m -o event.parquet
       hotshard generate --verify profile.json events.parquet
+      hotshard generate profile.json --events 1e6 --seed 1 --format k6 -o keys.json
+      hotshard generate profile.json --events 1e6 --seed 1 --format csv-feeder -o keys.csv
     """
     from hotshard.profile.model import Profile
 
@@ -97,8 +106,10 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
                                    "would be ignored (it takes --keys, --key-scaling, --tail)")
         from hotshard.render import verify_summary
         from hotshard.workload.generate import generation_options, verify_file
+        from hotshard.workload.messages import check_verifiable
 
         prof = Profile.load(args[0])
+        check_verifiable(args[1])
         made = generation_options(args[1])  # what the file says it was made with
         recorded = made.get("key_scaling")
         if key_scaling and recorded and key_scaling != recorded:
@@ -134,11 +145,18 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
 
     from hotshard._atomic import check_writable
     from hotshard.workload.generate import plan_workload
-    from hotshard.workload.messages import check_disk_space, format_for_path, write_events
+    from hotshard.workload.messages import (
+        check_disk_space,
+        format_for_path,
+        format_note,
+        write_events,
+    )
 
     if output != "-":
         check_writable(output)
     out_fmt = format_for_path(output, fmt)
+    if (remark := format_note(output, fmt)) is not None:
+        note(remark)
     prof = Profile.load(args[0]) if args else None
     follow = None
     if follow_name:

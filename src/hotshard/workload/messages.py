@@ -7,6 +7,12 @@ of worker processes, and memory stays constant at any number of events.
 Columns: ``timestamp`` (UTC, ms), ``channel_id`` (the key), ``message_id`` (time-ordered,
 snowflake-like: milliseconds << 22 | row index low bits), ``user_id`` (synthetic, uniform over
 ``n_users``), ``size`` (bytes, from the profile's quantiles), ``op`` (read/write mix).
+
+Formats: whole rows as Parquet, CSV or JSON lines; or, for the load tools teams already use,
+only the keys of the same rows in the same order: ``k6`` (one JSON array of key strings, what
+k6's ``SharedArray`` loads) and ``csv-feeder`` (a ``channel_id`` header, then one key per line,
+quoted only when RFC 4180 needs it: what JMeter's CSV Data Set Config and Gatling's ``csv``
+feeder read).
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from hotshard.workload import DEFAULT_USERS, FORMATS
 from hotshard.workload.scenario import Arrivals, HotEvent
 
 __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
-           "format_for_path", "write_events"]
+           "check_verifiable", "format_for_path", "format_note", "write_events"]
 
 # Typical chat message bytes; used when the profile has no size quantiles.
 DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
 CHUNK_ROWS = 1 << 20
+KEY_COLUMN = "channel_id"  # the feeders' one column
 
 
 @dataclass(frozen=True)
@@ -174,15 +181,76 @@ def _chunks(plan: GenerationPlan, workers: int):
                 future.cancel()
 
 
+def _joined(lines) -> bytes:
+    """The values of a string array one after another, straight from its data buffer."""
+    import pyarrow as pa
+
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    if len(lines) == 0:
+        return b""
+    width = np.int64 if pa.types.is_large_string(lines.type) else np.int32
+    _, offsets, data = lines.buffers()
+    ends = np.frombuffer(offsets, dtype=width, count=len(lines) + 1, offset=lines.offset
+                         * np.dtype(width).itemsize)
+    start, stop = int(ends[0]), int(ends[-1])
+    return b"" if data is None else data.slice(start, stop - start).to_pybytes()
+
+
+def _json_strings(text):
+    """JSON string literals of a string array (RFC 8259: quote, backslash and U+0000-U+001F
+    escaped; other characters as they are, UTF-8)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    s = pc.replace_substring(text, "\\", "\\\\")
+    s = pc.replace_substring(s, '"', '\\"')
+    s = pc.binary_join_element_wise('"', s, '"', "")
+    control = pc.match_substring_regex(text, r"[\x00-\x1f]")
+    if pc.any(control).as_py():  # rare: those rows by Python's encoder
+        escaped = [json.dumps(v, ensure_ascii=False) for v in pc.filter(text, control).to_pylist()]
+        s = pc.replace_with_mask(s, control, pa.array(escaped, type=pa.string()))
+    return s
+
+
+def _k6_elements(table):
+    """Each row's key as a JSON string (integers too: a JavaScript number loses IDs above
+    2^53, and a script puts the key into a URL as text anyway)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = table.column(KEY_COLUMN)
+    text = pc.cast(keys, pa.string())
+    if pa.types.is_integer(keys.type):  # digits and '-' need no escaping
+        return pc.binary_join_element_wise('"', text, '"', "")
+    return _json_strings(text)
+
+
+def _feeder_fields(table):
+    """Each row's key as an RFC 4180 field: quoted (quotes doubled) only when it holds a
+    comma, a quote, CR or LF, or is empty (an empty line would read as no row at all)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = table.column(KEY_COLUMN)
+    text = pc.cast(keys, pa.string())
+    if pa.types.is_integer(keys.type):
+        return text
+    needs = pc.or_(pc.match_substring_regex(text, r'[",\r\n]'), pc.equal(pc.utf8_length(text), 0))
+    quoted = pc.binary_join_element_wise('"', pc.replace_substring(text, '"', '""'), '"', "")
+    return pc.if_else(needs, quoted, text)
+
+
 def _jsonl_lines(table) -> bytes:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     def quoted(col):
-        s = pc.cast(col, pa.string())
-        s = pc.replace_substring(s, "\\", "\\\\")
-        s = pc.replace_substring(s, '"', '\\"')
-        return pc.binary_join_element_wise('"', s, '"', "")
+        return _json_strings(pc.cast(col, pa.string()))
 
     # %S of a millisecond timestamp prints seconds with their fraction (12.345)
     ts = pc.strftime(table.column("timestamp"), format="%Y-%m-%dT%H:%M:%SZ")
@@ -193,8 +261,7 @@ def _jsonl_lines(table) -> bytes:
              ',"user_id":', pc.cast(table.column("user_id"), pa.string()),
              ',"size":', pc.cast(table.column("size"), pa.string()),
              ',"op":', quoted(table.column("op")), "}\n"]
-    line = pc.binary_join_element_wise(*parts, "")
-    return "".join(line.to_pylist()).encode()
+    return _joined(pc.binary_join_element_wise(*parts, ""))
 
 
 def _open_writer(fmt: str, sink, first_table, metadata=()):
@@ -215,36 +282,108 @@ def _open_writer(fmt: str, sink, first_table, metadata=()):
     if fmt == "csv":
         writer = pacsv.CSVWriter(sink, first_table.schema)
         return writer.write_table, writer.close
+    if fmt == "k6":
+        return _k6_writer(sink)
+    if fmt == "csv-feeder":
+        sink.write(f"{KEY_COLUMN}\n".encode())
+        return (lambda t: sink.write(_lines(_feeder_fields(t), "\n"))), (lambda: None)
     return (lambda t: sink.write(_jsonl_lines(t))), (lambda: None)
 
 
+def _lines(text, end: str) -> bytes:
+    """Each value of a string array followed by ``end``, as bytes."""
+    import pyarrow.compute as pc
+
+    return _joined(pc.binary_join_element_wise(text, end, ""))
+
+
+def _k6_writer(sink):
+    """One JSON array over all chunks: '[' before the first key, ',' between keys (across
+    chunks too), ']' at the close; one key per line."""
+    started = False
+
+    def write(table) -> None:
+        nonlocal started
+        if table.num_rows:
+            body = _lines(_k6_elements(table), ",\n")[:-2]
+            sink.write((b",\n" if started else b"[\n") + body)
+            started = True
+
+    def close() -> None:
+        sink.write(b"\n]\n" if started else b"[]\n")
+
+    return write, close
+
+
+# the format an extension implies when none is chosen (.json: JSON lines, as it always was;
+# a k6 array is chosen by its format)
 _EXTENSIONS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
                ".ndjson": "jsonl", ".json": "jsonl"}
+# the extensions a chosen format may be written under
+_FORMAT_EXTENSIONS = {"parquet": (".parquet", ".pq"), "csv": (".csv",),
+                      "jsonl": (".jsonl", ".ndjson", ".json"), "k6": (".json",),
+                      "csv-feeder": (".csv",)}
+
+
+def _extension(output: str) -> str | None:
+    name = output.lower()
+    return next((ext for ext in _EXTENSIONS if name.endswith(ext)), None)
 
 
 def format_for_path(output: str, fmt: str | None = None) -> str:
     """The output format: from the file's extension (``-``, standard output: csv), or ``fmt``.
 
+    A chosen ``fmt`` may be written under any of its extensions: ``k6`` as .json,
+    ``csv-feeder`` as .csv; an unknown extension takes any format.
+
     Raises
     ------
     InputError
         The format is unknown, the extension names none of them and no format is given, or
-        the extension names another format than ``fmt`` (a .parquet file holding CSV).
+        the extension belongs to another format than ``fmt`` (a .parquet file holding CSV).
     """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if output == "-":
         return fmt or "csv"
-    name = output.lower()
-    by_name = next((f for ext, f in _EXTENSIONS.items() if name.endswith(ext)), None)
-    if fmt is None and by_name is None:
+    ext = _extension(output)
+    if fmt is None and ext is None:
         raise InputError(f"cannot tell the format of {output} from its name: name a .parquet, "
                          ".csv or .jsonl file, or choose the format (compressed output is not "
                          "written; Parquet is compressed already)")
-    if fmt is not None and by_name is not None and by_name != fmt:
-        raise InputError(f"{output} names a {by_name} file but the format is {fmt}: make the "
-                         "name and the format agree")
-    return fmt or by_name
+    if fmt is not None and ext is not None and ext not in _FORMAT_EXTENSIONS[fmt]:
+        raise InputError(f"{output} names a {_EXTENSIONS[ext]} file but the format is {fmt}: "
+                         f"make the name and the format agree ({fmt} is written as "
+                         f"{' or '.join(_FORMAT_EXTENSIONS[fmt])})")
+    return fmt or _EXTENSIONS[ext]
+
+
+def format_note(output: str, fmt: str | None = None) -> str | None:
+    """What the user may not expect of the format ``format_for_path`` picks, else None: a
+    .json name with no format chosen is written as JSON lines, not as a k6 array."""
+    if fmt is None and output != "-" and _extension(output) == ".json":
+        return (f"{output} is written as JSON lines (one object per line); for k6's "
+                "SharedArray (one JSON array of keys) choose the k6 format")
+    return None
+
+
+def check_verifiable(path: str) -> None:
+    """Refuse a file that holds keys only as a k6 array: it cannot be verified as it is.
+
+    Raises
+    ------
+    InputError
+        ``path`` is a JSON array (the k6 format), naming what to verify instead.
+    """
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(64).lstrip()
+    except OSError:
+        return  # verify_file reports an unreadable file itself
+    if start.startswith(b"["):
+        raise InputError(f"{path} is a k6 key array, which verify does not read: generate the "
+                         "same run (same profile, options and seed) as Parquet and verify "
+                         "that; it holds the very same keys in the same order")
 
 
 SIZE_SAMPLE_ROWS = 1 << 16
