@@ -80,7 +80,9 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
     the profile's tail. Columns: timestamp, channel_id, message_id (time-ordered), user_id,
     size, op. Output is streamed in chunks (constant memory at any --events) and seeded by
     chunk index, so it is byte-identical for any --workers. The size of the output is
-    estimated first, and a run the disk cannot hold is refused.
+    estimated first, and a run the disk cannot hold is refused. --format k6 and csv-feeder
+    write only the keys of the same rows, in the same order, for a load tool that keeps its
+    own pace (examples/k6/script.js, examples/feeder_locustfile.py).
 
     \b
     Examples:
