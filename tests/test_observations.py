@@ -180,9 +180,14 @@ def test_missing_format_is_reported():
 
 def test_wrong_format_is_reported():
     with pytest.raises(ObservationsError) as info:
-        Observations.from_dict(doc(format="hotshard.profile/1"))
+        Observations.from_dict(doc(format="grafana/7"))
     assert str(info.value) == ("observations format must be 'hotshard.observations/1', "
-                               'got "hotshard.profile/1" (a string)')
+                               'got "grafana/7" (a string)')
+
+
+def test_a_profile_given_as_observations_says_where_it_goes():
+    with pytest.raises(ObservationsError, match=r"this is a profile .* pass it with --profile"):
+        Observations.from_dict(doc(format="hotshard.profile/1"))
 
 
 def test_a_document_must_be_an_object():
@@ -397,3 +402,12 @@ def test_salvage_of_a_valid_file_drops_nothing(tmp_path):
     path = tmp_path / "ok.json"
     obs.save(path)
     assert Observations.load_salvaged(path) == (obs, ())
+
+
+def test_salvage_reports_a_systematic_slip_once(tmp_path):
+    shards = [{"id": str(i), "cpu": 20 + i, "requests": 5} for i in range(64)]
+    path = tmp_path / "pct.json"
+    path.write_text(json.dumps({"format": FORMAT, "label": "production", "shards": shards}))
+    obs, dropped = Observations.load_salvaged(path)
+    assert len(dropped) == 1 and "the same for 63 more shards (values 20 to 83)" in dropped[0]
+    assert obs.shard_requests == (5,) * 64 and obs.shard_cpu is None

@@ -49,7 +49,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if directory.exists() and not directory.is_dir():
         raise InputError(f"cannot write {target}: {directory} is a file, not a directory")
     if not directory.is_dir():
-        raise InputError(f"cannot write {target}: directory {directory} does not exist")
+        raise InputError(f"cannot write {target}: directory {directory} does not exist "
+                         "(create it first, or name a file in an existing one)")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {target}: no permission to write in {directory}")
     if target.exists() and not os.access(target, os.W_OK):

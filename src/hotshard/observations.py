@@ -486,6 +486,10 @@ class Observations:
         if not isinstance(doc, Mapping):
             raise ObservationsError(f"observations must be a JSON object, {_got(doc)}")
         fmt = doc.get("format", _MISSING)
+        if isinstance(fmt, str) and fmt.startswith("hotshard.profile/"):
+            raise ObservationsError("this is a profile (hotshard.profile/1), not observations: "
+                                    "pass it with --profile, and observations (from simulate, "
+                                    "drive or dashboards) here")
         if fmt is _MISSING or fmt != FORMAT or not isinstance(fmt, str):
             got = "got nothing" if fmt is _MISSING else _got(fmt)
             raise _fail("format", f"must be {FORMAT!r}, {got}")
@@ -634,19 +638,22 @@ def _read_json(path: str | os.PathLike[str]) -> Any:
         raise ObservationsError(f"{path}: {exc}") from None
 
 
-def _salvage_shard(doc: Any, i: int, problems: list[str]) -> dict[str, Any] | None:
+def _salvage_shard(doc: Any, i: int, dropped: list[tuple[str, str, Any]]
+                   ) -> dict[str, Any] | None:
+    """The valid fields of one shard; each dropped one goes to ``dropped`` as (field, message,
+    value), field "" when the whole shard is dropped."""
     where = f"shards[{i}]"
     try:
         ShardObservation.from_dict(doc, where=where)
         return dict(doc)
     except ObservationsError as exc:
         if not isinstance(doc, Mapping) or doc.get("id") is None:
-            problems.append(f"{exc}; shard dropped")
+            dropped.append(("", f"{exc}; shard dropped", None))
             return None
     try:
         ShardObservation.from_dict({"id": doc["id"]}, where=where)
     except ObservationsError as exc:
-        problems.append(f"{exc}; shard dropped")
+        dropped.append(("", f"{exc}; shard dropped", None))
         return None
     kept: dict[str, Any] = {"id": doc["id"]}
     for name, value in doc.items():
@@ -656,8 +663,30 @@ def _salvage_shard(doc: Any, i: int, problems: list[str]) -> dict[str, Any] | No
             ShardObservation.from_dict({**kept, name: value}, where=where)
             kept[name] = value
         except ObservationsError as exc:
-            problems.append(f"{exc}; ignored")
+            dropped.append((name, f"{exc}; ignored", value))
     return kept
+
+
+def _grouped(dropped: list[tuple[str, str, Any]]) -> list[str]:
+    """One message per dropped shard field: a systematic slip (every CPU written in percent)
+    is one line, not one per shard."""
+    out: list[str] = []
+    by_field: dict[str, list[tuple[str, Any]]] = {}
+    for name, message, value in dropped:
+        if not name:
+            out.append(message)
+        else:
+            by_field.setdefault(name, []).append((message, value))
+    for items in by_field.values():
+        message = items[0][0]
+        if len(items) > 1:
+            numbers = [v for _, v in items if isinstance(v, int | float)
+                       and not isinstance(v, bool)]
+            span = f" (values {min(numbers):g} to {max(numbers):g})" if numbers else ""
+            message = (message.removesuffix("; ignored")
+                       + f"; the same for {len(items) - 1} more shards{span}; all ignored")
+        out.append(message)
+    return out
 
 
 def salvage(doc: Any) -> tuple[Observations, tuple[str, ...]]:
@@ -680,8 +709,10 @@ def salvage(doc: Any) -> tuple[Observations, tuple[str, ...]]:
         if name in base:
             continue
         if name == "shards" and isinstance(value, list | tuple):
-            salvaged = (_salvage_shard(item, i, problems) for i, item in enumerate(value))
+            dropped: list[tuple[str, str, Any]] = []
+            salvaged = [_salvage_shard(item, i, dropped) for i, item in enumerate(value)]
             shards = [item for item in salvaged if item is not None]
+            problems.extend(_grouped(dropped))
             try:
                 Observations.from_dict({**base, "shards": shards})
                 kept["shards"] = shards

@@ -260,3 +260,31 @@ def test_pick_roles_finds_production_whatever_the_order(incident):
     prod, test, _ = incident
     assert pick_roles([test, prod]) == (prod, test)
     assert pick_roles([prod]) == (prod, None)
+
+
+def test_swapped_arguments_are_put_right_with_a_note(incident):
+    prod, test, profile = incident
+    d = diagnose(test, prod, profile=profile)
+    assert d.production == prod.label and d.baseline == test.label
+    assert d.top.cause == "key-skew" and d.top.verdict == "fits"
+    assert any("given first but is the load test" in n for n in d.notes)
+
+
+def test_nothing_that_explains_a_gap_fits_when_there_is_no_gap(incident):
+    _, test, _ = incident
+    d = diagnose(test, test)
+    v = verdicts(d)
+    for cause in ("coordinated-omission", "network", "payload-size", "cache-warmth"):
+        assert v[cause] != "fits", (cause, d.finding(cause).evidence)
+
+
+def test_json_numbers_carry_the_measurements(incident):
+    prod, test, profile = incident
+    d = diagnose(prod, test, profile=profile).to_dict()
+    skew = next(f for f in d["ranking"] if f["cause"] == "key-skew")["numbers"]
+    req = np.array(prod.shard_requests, float)
+    assert skew["hottest_share"] == pytest.approx(req.max() / req.sum())
+    assert skew["max_over_mean"] == pytest.approx(req.max() / req.mean())
+    assert skew["uniform_band_max_over_mean"] < 1.1 < skew["max_over_mean"]
+    net = next(f for f in d["ranking"] if f["cause"] == "network")["numbers"]
+    assert net["cross_zone_rtt_ms"] == 1.1 and net["production_p99_ms"] == prod.latency_ms.p99

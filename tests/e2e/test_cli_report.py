@@ -87,7 +87,7 @@ def test_a_malformed_field_is_left_out_with_a_note(tmp_path):
                   "r.html", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     header = (tmp_path / "r.html").read_text(encoding="utf-8").split("</header>")[0]
-    assert "Left out while reading the inputs" in header and "payload_bytes_mean" in header
+    assert "Notes on the inputs" in header and "payload_bytes_mean" in header
 
 
 def test_options_name_the_layout_to_predict_on(runs, tmp_path):
@@ -106,7 +106,7 @@ def test_options_name_the_layout_to_predict_on(runs, tmp_path):
     ({"empty.json": ""}, ["empty.json"], "r.html", ["empty.json", "empty"]),
     ({"x.json": "{not json"}, ["x.json"], "r.html", ["x.json", "not JSON"]),
     ({"x.json": '{"format": "hotshard.profile/1", "label": "p"}'}, ["x.json"], "r.html",
-     ["x.json", "format"]),
+     ["x.json", "this is a profile"]),
     ({"ok.json": '{"format": "hotshard.observations/1", "label": "p"}'}, ["ok.json"],
      "r.txt", ["must end in .html"]),
     ({"ok.json": '{"format": "hotshard.observations/1", "label": "p"}'}, ["ok.json"],

@@ -22,8 +22,9 @@ def demo(seed, quick, report):
     profiles it, predicts the hot shard, simulates the incident at full scale, then starts
     the reference service (hotshard serve) and drives it open-loop: uniform keys look fine,
     the profile's keys show the hot shard. Diagnoses the two runs, switches the mitigations
-    on at run time and shows the fix, and writes report.html. About 1.5 minutes here (2
-    cores); --quick about 40 s. Every process it starts, it stops.
+    on at run time and shows the fix, and writes report.html (its evidence in
+    REPORT-files/, written only when the story completes). About 45 s here (2 cores);
+    --quick about 25 s. Every process it starts, it stops, also on Ctrl-C.
     """
     from hotshard.demo import run_demo
 

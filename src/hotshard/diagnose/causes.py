@@ -12,13 +12,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from hotshard.diagnose.evidence import CostSpread, LoadSpread, rate_of, uniform_cache_hit
 from hotshard.diagnose.model import Finding
 from hotshard.observations import Observations
 from hotshard.profile.model import Profile
 from hotshard.profile.shape import ProfileShape
 
-__all__ = ["JUDGES", "Evidence", "TYPICAL_CROSS_ZONE_RTT_MS"]
+__all__ = ["JUDGES", "Evidence", "TYPICAL_CROSS_ZONE_RTT_MS", "finding_numbers"]
 
 # A cross-zone round trip inside one cloud region: about a millisecond (0.5-2 ms); used when
 # the observations do not give network.cross_zone_rtt_ms, and said so.
@@ -69,7 +71,7 @@ def pct(x: float) -> str:
 
 
 def ms(x: float) -> str:
-    return f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
+    return f"{x:,.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
 
 
 def times(x: float) -> str:
@@ -118,14 +120,22 @@ def _latency_gap(ev: Evidence) -> tuple[float, float] | None:
     return p.p99, t.p99
 
 
+def _not_slower(ev: Evidence) -> tuple[float, float] | None:
+    """(production p99, test p99) when production is not slower than the test (within 10%):
+    then there is no latency gap for a measuring or environment cause to explain."""
+    gap = _latency_gap(ev)
+    if gap is not None and gap[0] <= 1.1 * gap[1]:
+        return gap
+    return None
+
+
 def _shard_p99_spread(obs: Observations) -> tuple[str, float, float] | None:
     """(slowest shard id, its p99, the median shard's p99) when every shard reports p99."""
     values = [s.p99_ms for s in obs.shards]
     if len(values) < 2 or any(v is None for v in values):
         return None
-    ordered = sorted(values)
     slow = max(range(len(values)), key=values.__getitem__)
-    return obs.shards[slow].id, float(values[slow]), float(ordered[len(ordered) // 2])
+    return obs.shards[slow].id, float(values[slow]), float(np.median(values))
 
 
 # -- the judges ---------------------------------------------------------------------------------
@@ -193,14 +203,19 @@ def judge_coordinated_omission(ev: Evidence) -> Finding:
                 "answer sends less while the service is slow, and omits those waits"]
     reasons = []
     if ev.hot_shard:
-        reasons.append(f"it slows every request alike: it cannot put {pct(ev.spread.hottest_share)}"
-                       f" of production's load on shard {ev.spread.hottest.id}")
+        reasons.append("it makes a test under-report latency for every request alike; it "
+                       f"cannot put {pct(ev.spread.hottest_share)} of production's load on "
+                       f"shard {ev.spread.hottest.id}")
+    same = _not_slower(ev)
+    if same is not None:
+        reasons.append(f"production's p99 ({ms(same[0])}) is not above the test's "
+                       f"({ms(same[1])}): nothing was hidden that production shows")
     if t_rate is not None and p_rate is not None and t_rate > 1.05 * p_rate:
         reasons.append(f"the test pushed {rps(t_rate)}, more than production's {rps(p_rate)}: "
                        "omitted waits lower a test's load, and this one still out-sent production")
     if reasons:
         return Finding("coordinated-omission", "contradicted",
-                       0.85 if len(reasons) == 2 else 0.7, (*evidence, *reasons))
+                       0.85 if len(reasons) >= 2 else 0.7, (*evidence, *reasons))
     if t_rate is not None and p_rate is not None:
         evidence.append(f"the test's throughput {rps(t_rate)} is at or below production's "
                         f"{rps(p_rate)}, as a stalled closed loop's is")
@@ -298,6 +313,9 @@ def judge_network(ev: Evidence) -> Finding:
             f"no latency gap to compare with {hop}",),
             ("latency_ms.p99 in production and in the load test",))
     extra = gap[0] - gap[1]
+    if _not_slower(ev) is not None:
+        return Finding("network", "contradicted", 0.7, (
+            *evidence, "production is not slower than the test: there is no gap to explain"))
     if extra <= HOP_ROUND_TRIPS * rtt:
         return Finding("network", "fits", 0.7 if not assumed else 0.55, (
             *evidence, f"a gap within {HOP_ROUND_TRIPS} round trips is what an extra hop costs"))
@@ -321,11 +339,13 @@ def judge_payload_size(ev: Evidence) -> Finding:
     if ev.hot_shard:
         return Finding("payload-size", "contradicted", 0.85, (
             *evidence, "payload cost is paid per request on every shard alike; it cannot make "
-                       f"shard {ev.spread.hottest.id} carry {times(ev.spread.max_over_median)} "
-                       "the median shard's load"))
+                       f"shard {ev.spread.hottest.id} carry {times(ev.spread.max_over_mean)} "
+                       "the mean shard's load"))
     if ratio is None:
+        unknown = [name for name, obs in (("production", p), ("the test", t))
+                   if obs is None or not obs.payload_bytes_mean]
         return Finding("payload-size", "cannot judge", 0.3, (
-            "payload sizes are not known for both runs",),
+            "payload sizes are not known for " + " or ".join(unknown),),
             ("payload_bytes_mean in production and in the load test",))
     if ratio <= 1.1:
         return Finding("payload-size", "contradicted", 0.8, tuple(evidence))
@@ -333,6 +353,9 @@ def judge_payload_size(ev: Evidence) -> Finding:
     if gap is not None and gap[1] > 0:
         seen = gap[0] / gap[1]
         evidence.append(f"latency grew {times(seen)} (p99)")
+        if seen <= 1.1:
+            return Finding("payload-size", "contradicted", 0.6, (
+                *evidence, "bigger payloads did not make production slower"))
         if seen <= 2 * ratio:
             return Finding("payload-size", "fits", 0.65, (
                 *evidence, "growth in line with the bytes, on every shard"))
@@ -358,7 +381,8 @@ def judge_hot_node(ev: Evidence) -> Finding:
                 f"shard {s.hottest.id} is the hottest in production and in the load test "
                 "alike, whatever keys each sent it",))
         return Finding("hot-node", "cannot judge", 0.3, (
-            "CPU per request cannot be computed: it tells a slow node from a busy one",),
+            "CPU per request (which tells a slow node from a busy one) needs per-shard CPU and "
+            "requests",),
             ("per-shard cpu and requests in production",))
     share = f"{pct(c.hottest_request_share)} of the requests"
     if c.slow_node is not None:
@@ -373,9 +397,12 @@ def judge_hot_node(ev: Evidence) -> Finding:
             "(noisy neighbour, CPU steal, a failing disk, a background job), not its keys hot",
             *evidence))
     if c.ratio <= HOT_NODE_CLEAR:
+        busy = c.hottest_request_share > 1.5 / len(ev.production.shards)
         return Finding("hot-node", "contradicted", min(0.95, 0.9 - 0.2 * abs(c.ratio - 1)), (
-            f"shard {c.hottest.id} pays {times(c.ratio)} the median shard's CPU per request "
-            f"while serving {share}: it is busy because it serves more requests, not slow",
+            f"the busiest shard by CPU, {c.hottest.id}, pays {times(c.ratio)} the median "
+            f"shard's CPU per request while serving {share}: "
+            + ("it is busy because it serves more requests, not slow" if busy else
+               "its CPU follows its requests; no machine is slower than the others"),
             *evidence))
     return Finding("hot-node", "cannot judge", 0.4, (
         f"shard {c.hottest.id} pays {times(c.ratio)} the median CPU per request: between a "
@@ -414,6 +441,65 @@ def judge_no_hot_spot(ev: Evidence) -> Finding:
     return Finding("no-hot-spot", "fits", score, (
         *evidence, "no key concentrates traffic: uniform synthetic keys are right for this "
                    "store, and profile-driven keys would add nothing"))
+
+
+def _clean(values: dict) -> dict:
+    """Finite numbers, strings and booleans only (JSON-safe), Nones dropped."""
+    out = {}
+    for key, value in values.items():
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            continue
+        out[key] = float(value) if isinstance(value, np.floating) else value
+    return out
+
+
+def finding_numbers(cause: str, ev: Evidence) -> dict:
+    """The measurements a cause's verdict rests on, by name."""
+    p, t, s = ev.production, ev.baseline, ev.spread
+    gap = _latency_gap(ev)
+    common = {"production_p99_ms": gap[0] if gap else None,
+              "test_p99_ms": gap[1] if gap else None}
+    if cause == "key-skew":
+        if s is None:
+            return {}
+        return _clean({"basis": s.basis, "shards": s.shards, "hottest_shard": s.hottest.id,
+                       "hottest_share": s.hottest_share, "max_over_mean": s.max_over_mean,
+                       "uniform_band_max_over_mean": s.band_max_over_mean,
+                       "requests": s.requests, "keys": s.keys,
+                       "requests_needed": s.requests_needed,
+                       "test_max_over_mean": (ev.baseline_spread.max_over_mean
+                                              if ev.baseline_spread else None),
+                       "profile_top1_share": ev.shape.top1_share if ev.shape else None})
+    if cause == "coordinated-omission":
+        return _clean({"test_model": t.model if t else None,
+                       "test_rps": rate_of(t) if t else None,
+                       "production_rps": rate_of(p), **common})
+    if cause == "cache-warmth":
+        return _clean({"test_hit_rate": t.cache_hit_rate if t else None,
+                       "production_hit_rate": p.cache_hit_rate,
+                       "test_distinct_keys": t.distinct_keys if t else None,
+                       "test_key_generator": t.key_generator if t else None})
+    if cause == "network":
+        rtt = next((float(o.network["cross_zone_rtt_ms"]) for o in (p, t)
+                    if o is not None and o.network
+                    and isinstance(o.network.get("cross_zone_rtt_ms"), int | float)), None)
+        return _clean({"cross_zone_rtt_ms": rtt, "rtt_assumed": rtt is None, **common})
+    if cause == "payload-size":
+        return _clean({"production_payload_bytes": p.payload_bytes_mean,
+                       "test_payload_bytes": t.payload_bytes_mean if t else None, **common})
+    if cause == "hot-node":
+        c = ev.cost
+        return _clean({} if c is None else {
+            "shard": c.hottest.id, "cpu_per_request_vs_median": c.ratio,
+            "request_share": c.hottest_request_share, "slow_node": c.slow_node,
+            "slow_node_ratio": c.slow_node_ratio})
+    if cause == "no-hot-spot":
+        sh = ev.shape
+        return _clean({} if sh is None else {
+            "profile_top1_share": sh.top1_share, "profile_top1pct_share": sh.top1pct_share,
+            "profile_top1pct_vs_uniform": sh.top1pct_vs_uniform, "uuid_keys": sh.uuid_keys,
+            "near_uniform": sh.near_uniform})
+    return {}
 
 
 JUDGES: tuple[Callable[[Evidence], Finding], ...] = (

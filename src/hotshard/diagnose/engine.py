@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
-from hotshard.diagnose.causes import JUDGES, Evidence, pct, rps, times
+from hotshard.diagnose.causes import JUDGES, Evidence, finding_numbers, pct, rps, times
 from hotshard.diagnose.evidence import cost_spread, load_spread, rate_of
 from hotshard.diagnose.model import Diagnosis, Recommendation
 from hotshard.errors import InputError
@@ -108,8 +109,9 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
                 "Load-test with the profile's keys",
                 "hotshard drive URL --keys PROFILE --rps "
                 + (f"{rate_of(p):.0f}" if rate_of(p) else "R")
-                + ": the test then shows the hot shard; hotshard simulate --profile PROFILE "
-                  "gives its p99 at full scale with each mitigation"))
+                + ": the test then shows the hot shard; hotshard simulate PROFILE --rps R "
+                  "gives its p99 at full scale, with each mitigation (--split-hot, "
+                  "--replicas, --coalesce)"))
         else:
             sub = max(2, math.ceil(s.max_over_median))
             recs.append(Recommendation(
@@ -185,14 +187,21 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         One finding per cause, ranked, with next steps. Missing fields never raise: they turn
         into "cannot judge" verdicts naming what is missing.
     """
+    notes: list[str] = []
+    if baseline is not None and not _is_production(production) and _is_production(baseline):
+        production, baseline = baseline, production
+        notes.append(f"{baseline.label!r} was given first but is the load test and "
+                     f"{production.label!r} says it is production: diagnosing production "
+                     "against the test")
     ev = Evidence(production, baseline, profile, load_spread(production),
                   load_spread(baseline) if baseline is not None else None,
                   cost_spread(production),
                   cost_spread(baseline) if baseline is not None else None,
                   profile_shape(profile) if profile is not None else None)
     findings = [judge(ev) for judge in JUDGES]
+    findings = [replace(f, numbers=finding_numbers(f.cause, ev)) for f in findings]
     found = {f.cause: f.verdict for f in findings}
-    notes: list[str] = [f"ignored: {p}" for p in problems]
+    notes = list(problems) + notes
     if ev.spread is not None and ev.spread.basis == "cpu":
         notes.append("production gives per-shard CPU but not requests: the spread is judged "
                      "on CPU, taken to follow requests")

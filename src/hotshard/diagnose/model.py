@@ -49,6 +49,9 @@ class Finding:
         Plain sentences with the numbers behind the verdict.
     missing : tuple of str
         What the observations lack to judge this cause (empty when judged).
+    numbers : dict
+        The measurements behind the verdict by name (shares as fractions, times in ms), for
+        a pipeline to read without parsing sentences.
     """
 
     cause: str
@@ -56,6 +59,7 @@ class Finding:
     score: float
     evidence: tuple[str, ...]
     missing: tuple[str, ...] = ()
+    numbers: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cause not in CAUSES:
@@ -75,6 +79,7 @@ class Finding:
                                "score": round(self.score, 3), "evidence": list(self.evidence)}
         if self.missing:
             out["missing"] = list(self.missing)
+        out["numbers"] = dict(self.numbers)
         return out
 
 

@@ -225,6 +225,10 @@ class Profile:
                                "from event data with hotshard profile")
         fmt = doc["format"]
         if fmt != FORMAT:
+            if isinstance(fmt, str) and fmt.startswith("hotshard.observations/"):
+                raise ProfileError("this is an observations file (hotshard.observations/1), not "
+                                   "a profile: pass it as observations (OBS, --baseline), and a "
+                                   "profile from hotshard profile here")
             raise ProfileError(
                 f"format is {_show(fmt)}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
             )

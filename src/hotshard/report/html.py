@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
+from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
 from hotshard.report.runs import (
@@ -25,6 +26,7 @@ from hotshard.report.runs import (
     RunSummary,
     ShardLoad,
     assign_roles,
+    names_production,
     observed_load,
     predicted_loads,
     resolve_layout,
@@ -172,7 +174,12 @@ def _header(items: Sequence[Observations], roles: Roles,
     if layout is not None:
         parts.append(f"<p>Store layout for the prediction: {_e(layout.text())}.</p>")
     if notes:
-        parts.append("<p>Left out while reading the inputs:</p>" + _items(notes))
+        parts.append("<p>Notes on the inputs:</p>" + _items(notes))
+    if not names_production(roles.production):
+        parts.append(_note(f"No run says it is production (key generator \"production\", "
+                           f"\"production\" in its label, or no load model): "
+                           f"{roles.production.label} is taken as production. Label the "
+                           "production run to be sure."))
     return "".join(parts)
 
 
@@ -298,12 +305,14 @@ def _shards_section(page: _Page, items: Sequence[Observations], roles: Roles,
         agree = _agreement(predicted[1], production_load)
         if agree:
             words.append(agree)
-    intro = ("<p>Each row is one shard per bar: its share of all requests (or its CPU when a "
-             "run does not count requests per shard), the hottest shard in red, the dashed "
-             "line at the mean shard, and in green the band uniform keys could produce for "
-             "the same number of requests (and keys, where the run counted them). Uniform "
-             "keys' row is what a load test with uniform synthetic keys sees; the profile's "
-             "row is predicted from the profile without running anything.</p>")
+    intro = ("<p>Each row is one run (or a prediction), one bar per shard: its share of all "
+             "requests (or its CPU when a run does not count requests per shard, or runs "
+             "with mitigations, whose cached requests never reach a shard), the hottest "
+             "shard in red, the dashed line at the mean shard, and in green the band "
+             "uniform keys could produce for the same number of requests (and keys, where "
+             "the run counted them). Uniform keys' row is what a load test with uniform "
+             "synthetic keys sees; the profile's row is predicted from the profile without "
+             "running anything.</p>")
     parts = [intro]
     if loads:
         parts.append(page.figure(shard_load_figure(loads), "per-shard load, one row per run"))
@@ -338,9 +347,10 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
     if p99 is not None and b99 is not None and b99 > 0:
         sentence = (f"{_e(prod.label)}'s p99 is {_e(_ms(p99))}, {_times(p99 / b99)} "
                     f"{_e(base.label)}'s {_e(_ms(b99))}")
-        if prod.rate_rps and base is not None and base.rate_rps:
-            sentence += (f", at {prod.rate_rps:,.0f} req/s against the test's "
-                         f"{base.rate_rps:,.0f} req/s")
+        p_rate, b_rate = rate_of(prod), rate_of(base)
+        if p_rate and b_rate:
+            sentence += (f", at {p_rate:,.0f} req/s against the test's "
+                         f"{b_rate:,.0f} req/s")
         text += " " + sentence + "."
         page.summary.append(sentence + ".")
     elif base is None:
@@ -439,10 +449,15 @@ def _diagnosis_section(page: _Page, diagnosis: Diagnosis | None) -> str:
              "evidence cannot decide, then what it rules out.</p>"]
     if diagnosis.ranking:
         top = diagnosis.top
-        parts.append(f'<p class="summary">Most likely: <b>{_e(top.title)}</b> '
-                     f"({_verdict(top.verdict)}, score {top.score:.2f}).</p>")
-        page.summary.append(f"Diagnosis: {_e(top.title)} ({_e(top.verdict)}, "
-                            f"score {top.score:.2f}).")
+        if top.verdict == "fits":
+            parts.append(f'<p class="summary">Most likely: <b>{_e(top.title)}</b> '
+                         f"({_verdict(top.verdict)}, score {top.score:.2f}).</p>")
+            page.summary.append(f"Diagnosis: {_e(top.title)} ({_e(top.verdict)}, "
+                                f"score {top.score:.2f}).")
+        else:
+            parts.append('<p class="summary">No explanation fits the evidence given; the '
+                         "table says what each cause would need.</p>")
+            page.summary.append("Diagnosis: no explanation fits the evidence given.")
         parts.append(_table(["#", "cause", "verdict", "score", "evidence", "missing evidence"],
                             rows, {0, 3}))
     else:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hotshard.shards.predict import Prediction
 
 __all__ = ["Layout", "Roles", "RunSummary", "ShardLoad", "assign_roles", "mitigations_of",
+           "names_production",
            "observed_load", "predicted_loads", "recorded_partitioner", "resolve_layout",
            "run_summary"]
 
@@ -107,6 +108,13 @@ def mitigations_of(obs: Observations) -> str | None:
 
 def _marked(obs: Observations) -> bool:
     return mitigations_of(obs) is not None or bool(_MITIGATED_LABEL.search(obs.label))
+
+
+def names_production(obs: Observations) -> bool:
+    """The run says it is production: key generator "production", "production" in its label,
+    or no load model (production traffic has none) and no mitigations."""
+    return (obs.key_generator == "production" or "production" in obs.label.lower()
+            or (obs.model is None and not _marked(obs)))
 
 
 def _pick_production(items: Sequence[Observations]) -> Observations:
@@ -222,6 +230,10 @@ def observed_load(obs: Observations) -> tuple[ShardLoad | None, str | None]:
     if not shards:
         return None, f"{obs.label}: no per-shard data (the observations list no shards)"
     counts, cpu = obs.shard_requests, obs.shard_cpu
+    if cpu is not None and mitigations_of(obs) is not None:
+        # with a cache, coalescing or replicas on, a request routed to a shard may never reach
+        # its process: the work each shard did is its CPU
+        counts = None
     if counts is not None and sum(counts) > 0:
         total: float | None = float(sum(counts))
         values = np.asarray(counts, dtype=np.float64) / float(sum(counts))
