@@ -20,7 +20,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java wrk redis chromium venv-rebuild clean
+.PHONY: demo test install install-test lint bench lock java wrk redis chromium node venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which
@@ -72,9 +72,17 @@ chromium:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
+# tests/e2e/test_cli_feeders.py runs examples/k6/script.js under Node.js with stand-ins for
+# k6's modules (k6 itself has no Debian package).
+node:
+	@command -v node >/dev/null 2>&1 || { \
+	  echo "node not found: installing nodejs via apt (runs the k6 example script in the tests)"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs; }
+
 install: redis $(STAMP)-run
 
-install-test: java redis chromium $(STAMP)-test
+install-test: java redis chromium node $(STAMP)-test
 
 demo: install
 	$(BIN)/hotshard demo

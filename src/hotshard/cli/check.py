@@ -49,7 +49,10 @@ def _load_test(inputs, key, production, partitioner):
 
     if len(inputs) == 1 and _is_profile(inputs[0]):
         return Profile.load(inputs[0]), None
-    column = key or production.source.get("key")
+    from hotshard.profile.count import resolve_inputs
+
+    files, fmt = resolve_inputs(list(inputs))
+    column = key or ("key" if fmt == "key_array" else production.source.get("key"))
     if not column:
         raise click.UsageError("say which column holds the test's keys: --key COL")
     placements = (partitioner,) if partitioner is not None else ()

@@ -57,12 +57,23 @@ class RawCounts:
     placement: dict[str, PlacementRecord] = field(default_factory=dict)
 
 
+def _starts_with(path: str, first: bytes) -> bool:
+    """The file's first non-blank byte is ``first`` (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4096).lstrip()[:1] == first
+    except OSError:
+        return False
+
+
 def _fmt_of(path: str) -> str:
     name = path.lower()
     if name.endswith((".parquet", ".pq")):
         return "parquet"
     if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt", ".txt.gz")):
         return "csv"
+    if name.endswith(".json") and _starts_with(path, b"["):
+        return "key_array"  # one JSON array of keys (generate --format k6): its column is key
     if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
         return "json"
     raise InputError(

@@ -41,7 +41,14 @@ def _lit(text: str) -> str:
 
 
 def source_sql(fmt: str, files: list[str], options: str = "") -> str:
-    """The table function reading ``files`` (one format), with extra ``options``."""
+    """The table function reading ``files`` (one format), with extra ``options``.
+
+    A ``key_array`` (one JSON array of keys, as ``generate --format k6`` writes) reads as a
+    table with one column, ``key``.
+    """
+    if fmt == "key_array":
+        return (f"(SELECT json AS key FROM read_json([{', '.join(_lit(f) for f in files)}], "
+                "format = 'array', records = 'false'))")
     func, fixed = _READERS[fmt]
     return f"{func}([{', '.join(_lit(f) for f in files)}]{fixed}{options})"
 

@@ -55,6 +55,9 @@ def _builder(session_cls, master: str):
 
 
 def _read(spark, spec: CountSpec):
+    if spec.fmt == "key_array":
+        raise InputError("a JSON array of keys (generate --format k6) is read by the duckdb "
+                         "engine: drop --engine spark, or generate csv-feeder or Parquet")
     reader = spark.read
     if spec.fmt == "parquet":
         return reader.parquet(*spec.files)
