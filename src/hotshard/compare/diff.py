@@ -464,12 +464,12 @@ def _notes(a: Profile, b: Profile, sa: _Side, sb: _Side, unclear) -> list[str]:
 
 
 def _shard_drift(a: _Side, b: _Side, partitioner: Partitioner) -> ShardDrift:
-    from hotshard.shards.predict import _head_shards, predict
+    from hotshard.shards.predict import head_shards, predict
 
     pa, pb = predict(a.profile, partitioner), predict(b.profile, partitioner)
     where: dict[str, int] = {}
     for side in (b, a):  # one partitioner: a key common to both lands on the same shard
-        placed = _head_shards(side.profile, partitioner, list(side.keys))
+        placed = head_shards(side.profile, partitioner, list(side.keys))
         where.update(zip(side.keys, (int(s) for s in placed), strict=True))
     rows = []
     for shard in dict.fromkeys((pa.hottest, pb.hottest)):

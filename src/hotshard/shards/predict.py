@@ -25,7 +25,7 @@ from hotshard.errors import InputError
 from hotshard.profile.model import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
 
-__all__ = ["Prediction", "WhatIf", "predict", "tail_placement"]
+__all__ = ["Prediction", "WhatIf", "head_shards", "predict", "tail_placement"]
 
 # without per-operation counts, the generator's default mix: one fact, one place
 DEFAULT_READ_SHARE = DEFAULT_OPS["read"]
@@ -204,8 +204,8 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     events = profile.events
     head_keys = list(profile.head_keys)
     head_counts = np.asarray(profile.head_counts, dtype=np.float64)
-    head_shards = _head_shards(profile, partitioner, head_keys)
-    head_load = np.bincount(head_shards, weights=head_counts, minlength=n)
+    placed = head_shards(profile, partitioner, head_keys)
+    head_load = np.bincount(placed, weights=head_counts, minlength=n)
     own = np.asarray(partitioner.ownership(), dtype=np.float64)
     recorded = tail_placement(profile, partitioner)
     class_w, class_k = profile.tail.classes()
@@ -218,7 +218,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     shares = (head_load + tail_mean) / events
     sd = np.sqrt(tail_var) / events
     hot = int(np.argmax(shares))
-    on_hot = np.flatnonzero(head_shards == hot)
+    on_hot = np.flatnonzero(placed == hot)
     top = tuple((head_keys[i], float(head_counts[i] / events)) for i in on_hot[:5])
     low, high, u_mom = _uniform_band(profile, own)
     cpu = None if rps is None else rps * shares / capacity
@@ -227,7 +227,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     if whatif is None or not whatif.active:
         return result
     effective, described = _effective(whatif, len(head_keys))
-    after = _apply_whatif(profile, partitioner, effective, head_keys, head_counts, head_shards,
+    after = _apply_whatif(profile, partitioner, effective, head_keys, head_counts, placed,
                           tail_mean, tail_var, (low, high, u_mom), rps, capacity)
     return replace(result, after=after, whatif=described)
 
@@ -297,7 +297,8 @@ def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int
     return partitioner.shard_of(keys)
 
 
-def _head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]):
+def head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]
+                ) -> NDArray[np.int64]:
     """Head keys' shards: hashed, or as recorded when the keys are pseudonyms."""
     if not profile.privacy.get("pseudonymized"):
         return partitioner.shard_of(head_keys) if head_keys else np.zeros(0, dtype=np.int64)
