@@ -147,7 +147,9 @@ def test_shares_and_tail_drift_of_the_real_traces(web):
     la, lb = a.tail.power_law, b.tail.power_law
     assert t.change == pytest.approx(lb["alpha"] - la["alpha"])
     assert t.se == pytest.approx(math.sqrt(la["alpha_se"] ** 2 + lb["alpha_se"] ** 2))
-    assert t.z > DRIFT_SE and t.significant  # 2.76 -> 2.01: about ten standard errors
+    # 2.76 -> 2.01 is about ten standard errors apart, but the fits start at different counts
+    # (xmin 4 and 6): not one quantity drifting, so no verdict
+    assert t.z > DRIFT_SE and not t.comparable and t.significant is None
     assert "xmin" in t.note  # 4 against 6
 
 

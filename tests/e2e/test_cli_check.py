@@ -36,7 +36,8 @@ def test_uniform_keys_fail_and_name_what_they_hide(files):
     assert r.returncode == 1, r.stderr
     assert "FAIL  head-coverage" in r.stdout and "FAIL  hot-shard" in r.stdout
     last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("FAIL: this test would hide hot keys 107, 71, 73")
+    assert last.startswith("FAIL (head-coverage, top-shares, hot-shard); it would hide hot "
+                           "keys 107, 71, 73")
     assert "hot shard 10" in last and "exit status 1" in last
 
 

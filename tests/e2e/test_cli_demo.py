@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -61,9 +62,11 @@ def test_quick_demo_tells_the_story_and_stops_everything(tmp_path):
     # same seed, same keys: the shares are the driver's deterministic requests; the predicted
     # hot shard carries ~43% under profile keys, uniform keys stay near 25% (4 shards)
     assert hottest_request_share(skewed) > 0.35 > 0.31 > hottest_request_share(uniform)
-    cpu = sorted(s.cpu for s in skewed.shards)
-    assert cpu[-1] > 1.5 * cpu[len(cpu) // 2]
-    assert max(s.cpu for s in mitigated.shards) < 0.75 * cpu[-1]
+    # CPU follows requests: predict's shares (43%, 29%, 15%, 13%) put the hot shard at 1.95x
+    # the median shard's load; ask for 1.5x (CPU also carries per-process overhead)
+    cpu = [s.cpu for s in skewed.shards]
+    assert max(cpu) > 1.5 * statistics.median(cpu)
+    assert max(s.cpu for s in mitigated.shards) < 0.75 * max(cpu)
     assert skewed.shard_requests == mitigated.shard_requests  # the same traffic, replayed
     assert "1. key-skew              FITS" in out
     # the incident simulated at full scale: production's hottest shard far above the test's

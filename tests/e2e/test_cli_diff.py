@@ -29,7 +29,7 @@ def test_table_names_the_real_risers_fallers_and_hot_shard(pair):
     fallers = out.split("largest fallers")[1].split("entered the head")[0]
     assert risers.splitlines()[2].split()[:4] == ["55", "<=0.018%", "0.95%", ">=+0.93"]
     assert fallers.splitlines()[2].split()[:4] == ["107", "1.87%", "<=0.036%", "<=-1.83"]
-    assert "tail alpha" in out and "drifted" in out
+    assert "tail alpha" in out and "not comparable as a drift" in out
     assert "hottest shard (kafka/64, bigint keys)" in out and "moved by" in out
 
 
@@ -42,7 +42,7 @@ def test_json_is_one_object_with_the_diff(pair):
     assert [m["key"] for m in doc["risers"]][0] == "55" and len(doc["risers"]) == 3
     assert doc["fallers"][0]["key"] == "107"
     assert len(doc["stayed"]) + len(doc["entered"]) == 100
-    assert doc["tail"]["significant"] is True and doc["shards"] is None
+    assert doc["tail"]["significant"] is None and doc["shards"] is None
 
 
 @pytest.mark.parametrize("name", ["moved.png", "moved.svg", "moved.pdf"])

@@ -30,37 +30,6 @@ class ThresholdSpec(click.ParamType):
                       param, ctx)
 
 
-def _is_profile(path: str) -> bool:
-    """A ``hotshard.profile/1`` document, as opposed to events (JSON lines are events too)."""
-    if not path.lower().endswith(".json"):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    return b'"hotshard.profile/' in head
-
-
-def _load_test(inputs, key, production, partitioner):
-    """(test profile, exact test counts of production's head keys or None)."""
-    from hotshard.profile.count import count_keys, count_profile
-    from hotshard.profile.model import Profile
-
-    if len(inputs) == 1 and _is_profile(inputs[0]):
-        return Profile.load(inputs[0]), None
-    from hotshard.profile.count import resolve_inputs
-
-    files, fmt = resolve_inputs(list(inputs))
-    column = key or ("key" if fmt == "key_array" else production.source.get("key"))
-    if not column:
-        raise click.UsageError("say which column holds the test's keys: --key COL")
-    placements = (partitioner,) if partitioner is not None else ()
-    test = count_profile(list(inputs), key=column, placements=placements)
-    counts = count_keys(list(inputs), key=column, keys=production.head_keys)
-    return test, counts
-
-
 def _text(report) -> str:
     lines = []
     for c in report.checks:
@@ -68,18 +37,20 @@ def _text(report) -> str:
         lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
                                    subsequent_indent="      "))
     lines.append("")
-    if report.verdict == "fail":
+    failed = [c.name for c in report.checks if c.verdict == "fail"]
+    if failed:
         what = []
-        if report.hidden_keys:
+        if "head-coverage" in failed and report.hidden_keys:
             keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
             more = len(report.hidden_keys) - 5
             what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))
         if report.hot_shard is not None:
             what.append(f"hot shard {report.hot_shard['shard']}")
-        hides = " and ".join(what) if what else "what production concentrates"
-        lines.append(f"FAIL: this test would hide {hides}; refuse it (exit status 1).")
+        hides = (f"; it would hide {' and '.join(what)}" if what else "")
+        lines.append(f"FAIL ({', '.join(failed)}){hides}: refuse this test (exit status 1).")
     elif report.verdict == "warn":
-        lines.append("PASS with warnings: the test hides no hot key or hot shard, but differs "
+        warned = ", ".join(c.name for c in report.checks if c.verdict == "warn")
+        lines.append(f"PASS with warnings ({warned}): no check failed, but the test differs "
                      "from production as noted.")
     else:
         lines.append("PASS" + (f": {report.no_hot_spot}." if report.no_hot_spot else
@@ -102,9 +73,11 @@ def _text(report) -> str:
 @click.option("--threshold", "thresholds", type=ThresholdSpec(), multiple=True,
               help="Override a threshold, e.g. head_fail=0.4 (repeatable); names and reasons "
                    "in the README.")
+@click.option("--allow-disjoint", is_flag=True,
+              help="Compare even when the test carries none of production's head keys.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def check(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
-          as_json, cache_size, **layout):
+          allow_disjoint, as_json, cache_size, **layout):
     """Check a load test's keys against production's profile, before the test runs.
 
     TEST is the test's key stream (any input hotshard profile reads: Parquet, CSV, JSON
@@ -121,7 +94,7 @@ def check(test_inputs, production_path, key, partitioner, shards, key_type, thre
       hotshard check 'load/*.csv' --key channel_id --against prod.profile.json --json
       hotshard check test.profile.json --against prod.profile.json --cache-size 100000
     """
-    from hotshard.compare.check import Thresholds
+    from hotshard.compare.check import Thresholds, profile_test
     from hotshard.compare.check import check as run_check
     from hotshard.profile.model import Profile
 
@@ -138,9 +111,9 @@ def check(test_inputs, production_path, key, partitioner, shards, key_type, thre
         part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
     elif shards is not None:
         raise click.UsageError("--shards goes with --partitioner")
-    test, counts = _load_test(test_inputs, key, production, part)
+    test, counts = profile_test(test_inputs, production=production, key=key, partitioner=part)
     report = run_check(test, production, partitioner=part, cache_size=cache_size,
-                       thresholds=limits, test_counts=counts)
+                       thresholds=limits, test_counts=counts, allow_disjoint=allow_disjoint)
     if as_json:
         click.echo(json.dumps({**report.to_dict(), "thresholds": limits.to_dict()}))
     else:

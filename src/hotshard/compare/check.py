@@ -13,6 +13,7 @@ overridden.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -22,7 +23,8 @@ from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.profile.shape import ProfileShape, profile_shape
 
-__all__ = ["Check", "CheckReport", "Thresholds", "check", "events_needed"]
+__all__ = ["Check", "CheckReport", "Thresholds", "check", "comparable_head_keys",
+           "events_needed", "faithful_coverage", "profile_test"]
 
 Verdict = Literal["pass", "warn", "fail"]
 _ORDER = {"pass": 0, "warn": 1, "fail": 2}
@@ -177,57 +179,104 @@ def events_needed(production: Profile) -> int:
     return max(MIN_TEST_EVENTS, math.ceil(EXPECTED_COUNT / share))
 
 
-def _test_shares(test: Profile, keys: tuple[str, ...],
-                 counts: dict[str, float] | None) -> np.ndarray:
-    """Test share of each key: exact from ``counts`` (the test's events of these keys) when
-    given, else from the test's head (0 for a key outside it: its true share is at most the
-    head's smallest, so the test under-covers by less than that per key)."""
-    if counts is None:
-        index = dict(zip(test.head_keys, np.asarray(test.head_counts, float), strict=True))
-        counts = {k: index.get(k, 0.0) for k in keys}
-    return np.array([float(counts.get(k, 0.0)) for k in keys]) / test.events
+# A production head key is "hidden" only when its shortfall in the test is significant: the
+# chance that a faithful test (every key at its production share) shows any head key this
+# short is below this (Bonferroni over the head's keys). Then a short test's Poisson misses
+# are not reported as hidden keys.
+HIDDEN_P = 0.001
 
 
-# -- the checks ---------------------------------------------------------------------------------
-def _head_coverage(test: Profile, prod: Profile, t: Thresholds, t_share: np.ndarray,
-                   exact: bool) -> tuple[Check, tuple[tuple[str, float, float], ...]]:
+@dataclass(frozen=True)
+class TestCounts:
+    """The test's events of production's head keys: exact (counted in the test's stream) or,
+    from a profile of the test, exact for its head keys and at most ``bound`` for the rest."""
+
+    counts: np.ndarray
+    exact: np.ndarray  # per key: counted exactly (True) or bounded (False)
+    bound: float
+
+
+def _test_counts(test: Profile, keys: tuple[str, ...],
+                 counts: dict[str, float] | None) -> TestCounts:
+    if counts is not None:
+        values = np.array([float(counts.get(k, 0.0)) for k in keys])
+        return TestCounts(values, np.ones(len(keys), bool), 0.0)
+    from hotshard.compare.diff import outside_bound
+
+    index = dict(zip(test.head_keys, np.asarray(test.head_counts, float), strict=True))
+    bound = outside_bound(test)
+    exact = np.array([k in index for k in keys], dtype=bool)
+    values = np.array([index.get(k, bound) for k in keys])
+    return TestCounts(values, exact, bound)
+
+
+def faithful_coverage(p_share: np.ndarray, events: float) -> float:
+    """Head coverage a faithful test of ``events`` events is expected to reach: each key's
+    count X ~ Poisson(n p) falls short of n p by chance, and E[min(p, X/n)] = p (1 - P(X =
+    floor(n p))) (the terms below the mean sum to p P(X <= floor(n p) - 1)). A short test's
+    coverage is judged against this, not against 1."""
+    from scipy.stats import poisson
+
+    lam = events * p_share
+    expected = p_share * (1.0 - poisson.pmf(np.floor(lam), lam))
+    return float(expected.sum() / p_share.sum()) if p_share.sum() > 0 else 1.0
+
+
+def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
+                   ) -> tuple[Check, tuple[tuple[str, float, float], ...]]:
+    from scipy.stats import poisson
+
     keys = tuple(prod.head_keys)
     p_share = np.asarray(prod.head_counts, dtype=np.float64) / prod.events
+    t_share = tc.counts / test.events
     head_total = float(p_share.sum())
     coverage = float(np.minimum(p_share, t_share).sum() / head_total) if head_total else 1.0
-    hidden_mask = t_share < t.hidden_key_ratio * p_share
-    order = np.flatnonzero(hidden_mask)
-    hidden = tuple((keys[i], float(p_share[i]), float(t_share[i])) for i in order)
-    numbers = {"coverage": coverage, "production_head_keys": len(keys),
-               "production_head_share": head_total, "hidden_keys": len(hidden),
-               "hidden_share": float(p_share[hidden_mask].sum()),
-               "test_counts": "exact" if exact else "from the test profile's head"}
-    top = ", ".join(f"{k} ({_pct(p)} in production, {_pct(s)} in the test)"
-                    for k, p, s in hidden[:3])
-    verdict = _grade(coverage, t.head_fail, t.head_warn)
+    faithful = faithful_coverage(p_share, test.events)
+    ratio = coverage / faithful if faithful > 0 else 1.0
+    lam = test.events * p_share
+    hidden_mask = ((tc.counts < t.hidden_key_ratio * lam)
+                   & (poisson.cdf(tc.counts, lam) < HIDDEN_P / max(len(keys), 1)))
+    hidden = tuple((keys[i], float(p_share[i]), float(t_share[i]))
+                   for i in np.flatnonzero(hidden_mask))
+    bounded = int((~tc.exact).sum())
+    numbers = {"coverage": coverage, "faithful_coverage": faithful, "ratio": ratio,
+               "production_head_keys": len(keys), "production_head_share": head_total,
+               "hidden_keys": len(hidden), "hidden_share": float(p_share[hidden_mask].sum()),
+               "keys_bounded": bounded}
+    verdict = _grade(ratio, t.head_fail, t.head_warn)
     msg = (f"the test puts {_pct(coverage)} of production's head traffic ({len(keys)} keys, "
            f"{_pct(head_total)} of all requests) on the same keys at up to their production "
-           f"share")
+           f"share; a faithful test of {test.events:,.0f} events reaches {_pct(faithful)} by "
+           f"chance ({ratio:.2f}x of it)")
+    if bounded:
+        msg += (f"; {bounded} keys are outside the test profile's head and counted at up to its "
+                f"largest tail count ({tc.bound:,.0f})")
     if hidden:
+        top = ", ".join(f"{k} ({_pct(p)} in production, {_pct(s)} in the test)"
+                        for k, p, s in hidden[:3])
         msg += (f"; it hides {len(hidden)} hot keys carrying {_pct(numbers['hidden_share'])} of "
                 f"production: {top}")
     return Check("head-coverage", verdict, msg, numbers), hidden
 
 
 def _top_shares(test: Profile, prod: Profile, t: Thresholds) -> Check:
-    ts, ps = test.dist.shares(), prod.dist.shares()
-    ratios = {name: (ts[name] / ps[name] if ps[name] > 0 else float("inf"))
-              for name in ("top1pct", "top10")}
+    """The share of production's top 1% of keys (by count: the same number of keys on both
+    sides, so a short test that saw fewer keys is not judged on fewer) and of the top 10."""
+    n_top = max(1.0, 0.01 * prod.keys)
+    ts = {"top1pct": test.dist.top_share(n_top), "top10": test.dist.top_share(10)}
+    ps = {"top1pct": prod.dist.top_share(n_top), "top10": prod.dist.top_share(10)}
+    ratios = {name: (ts[name] / ps[name] if ps[name] > 0 else float("inf")) for name in ts}
     worst = min(ratios.values())
     high = max(ratios.values())
     verdict: Verdict = "fail" if worst < t.share_fail else (
         "warn" if worst < t.share_warn or high > t.share_high_warn else "pass")
-    numbers = {"test_top1pct": ts["top1pct"], "production_top1pct": ps["top1pct"],
-               "test_top10": ts["top10"], "production_top10": ps["top10"],
-               "ratio_top1pct": ratios["top1pct"], "ratio_top10": ratios["top10"]}
-    msg = (f"top 1% of keys carry {_pct(ts['top1pct'])} of the test against "
-           f"{_pct(ps['top1pct'])} of production ({ratios['top1pct']:.2f}x); top 10 keys "
-           f"{_pct(ts['top10'])} against {_pct(ps['top10'])} ({ratios['top10']:.2f}x)")
+    numbers = {"keys_in_top1pct": n_top, "test_top1pct": ts["top1pct"],
+               "production_top1pct": ps["top1pct"], "test_top10": ts["top10"],
+               "production_top10": ps["top10"], "ratio_top1pct": ratios["top1pct"],
+               "ratio_top10": ratios["top10"]}
+    msg = (f"the top {n_top:,.0f} keys (production's top 1%) carry {_pct(ts['top1pct'])} of the "
+           f"test against {_pct(ps['top1pct'])} of production ({ratios['top1pct']:.2f}x); the "
+           f"top 10 {_pct(ts['top10'])} against {_pct(ps['top10'])} ({ratios['top10']:.2f}x)")
     if verdict == "fail":
         msg += ": the test spreads what production concentrates"
     elif high > t.share_high_warn:
@@ -258,23 +307,22 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
                   "allowed": allowed})
 
 
-def _lru_hit(profile: Profile, capacity: float) -> float:
+def _lru_hit(profile: Profile, capacity: float, events: float, distinct: float) -> float:
+    """LRU hit rate over a run of ``events`` requests touching ``distinct`` keys: Che's
+    approximation on the profile's popularity, capped by the compulsory misses (each key's
+    first request misses whatever the cache: at most 1 - distinct / events can hit)."""
     from hotshard.sim.cache import che_hit_rates
 
-    tail_counts, tail_keys = profile.tail.classes()
-    rates = np.concatenate([np.asarray(profile.head_counts, float), tail_counts])
-    mult = np.concatenate([np.ones(len(profile.head_counts)), tail_keys])
-    keep = (rates > 0) & (mult > 0)
-    return float(che_hit_rates(rates[keep], mult[keep], capacity).hit_rate)
+    counts, mult = profile.dist.popularity()
+    che = float(che_hit_rates(counts, mult, capacity).hit_rate)
+    return min(che, max(0.0, 1.0 - distinct / events)) if events > 0 else che
 
 
 def _expected_keys(profile: Profile, events: float) -> float:
     """Distinct keys that ``events`` draws from the profile's popularity touch, in expectation
     (each key of share p is seen unless all draws miss it: 1 - exp(-events p))."""
-    tail_counts, tail_keys = profile.tail.classes()
-    p = np.concatenate([np.asarray(profile.head_counts, float), tail_counts]) / profile.events
-    m = np.concatenate([np.ones(len(profile.head_counts)), tail_keys])
-    return float(np.sum(m * -np.expm1(-events * p)))
+    counts, mult = profile.dist.popularity()
+    return float(np.sum(mult * -np.expm1(-events * counts / profile.events)))
 
 
 def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | None) -> Check:
@@ -294,10 +342,14 @@ def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | 
                 ": a smaller working set than production's (it fits caches production's "
                 "does not)")
     if cache_size is not None:
-        h_t, h_p = _lru_hit(test, cache_size), _lru_hit(prod, cache_size)
+        # both at the test's length: production's popularity over as many requests as the
+        # test made (a short run's first-time misses weigh on both alike)
+        h_t = _lru_hit(test, cache_size, test.events, test.keys)
+        h_p = _lru_hit(prod, cache_size, test.events, expected)
         numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p)
         msg += (f"; an LRU cache of {cache_size:,} entries hits {_pct(h_t)} of the test and "
-                f"{_pct(h_p)} of production (Che's approximation)")
+                f"{_pct(h_p)} of production over as many requests (Che's approximation, "
+                "first-time misses included)")
         gap = h_t - h_p
         if gap > t.cache_fail:
             verdict = "fail"
@@ -328,15 +380,16 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
     if p_hot <= p.uniform_high:
         return Check("hot-shard", "pass", msg + "; production has no hot shard (within the "
                      f"uniform band, at most {_pct(p.uniform_high)})", numbers), None
-    ratio = q_hot / p_hot
+    ratio = numbers["test_share_of_production_hot_shard"] / p_hot
     numbers["ratio"] = ratio
     verdict = _grade(ratio, t.shard_fail, t.shard_warn)
     hot = None
+    msg += (f"; the test puts {_pct(numbers['test_share_of_production_hot_shard'])} on "
+            f"production's hot shard {p.hottest} ({ratio:.2f}x production's share)")
     if verdict == "fail":
         keys = ", ".join(f"{k} ({_pct(s)})" for k, s in p.hottest_keys[:3])
         msg += (f": the test would hide hot shard {p.hottest} (its keys in production: "
-                f"{keys}); the test puts {_pct(numbers['test_share_of_production_hot_shard'])}"
-                " there")
+                f"{keys})")
         hot = {"shard": p.hottest, "production_share": p_hot,
                "test_share": numbers["test_share_of_production_hot_shard"],
                "keys": [{"key": k, "share": s} for k, s in p.hottest_keys]}
@@ -356,9 +409,49 @@ def _no_hot_spot(shape: ProfileShape) -> str:
     return words + ": uniform test keys are right for it"
 
 
+def comparable_head_keys(production: Profile) -> tuple[str, ...]:
+    """Production's head keys as a test would carry them: the keys themselves, or, for a
+    pseudonymized profile, the stand-in keys ``hotshard generate`` draws for them (a test made
+    from the profile carries those; real keys cannot be matched to pseudonyms)."""
+    if not production.privacy.get("pseudonymized"):
+        return tuple(production.head_keys)
+    from hotshard.workload.profile_sampler import stand_in_head_keys
+
+    return stand_in_head_keys(production)
+
+
+def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None = None,
+                 partitioner=None) -> tuple[Profile, dict[str, float] | None]:
+    """The test's profile and its exact events of production's head keys.
+
+    ``inputs`` are the test's key stream (anything ``hotshard profile`` reads, including a k6
+    key array, whose column is ``key``), profiled the way production was (with the
+    partitioner's placement recorded, so the test's tail is placed key by key), or one
+    profile of the test (then only its head is known key by key: counts are None).
+    """
+    from hotshard.profile.count import count_keys, count_profile, resolve_inputs, starts_with
+
+    if len(inputs) == 1 and str(inputs[0]).lower().endswith(".json") \
+            and starts_with(str(inputs[0]), b"{"):
+        test = Profile.load(inputs[0])
+        if production.privacy.get("pseudonymized") != test.privacy.get("pseudonymized"):
+            raise InputError("one profile is pseudonymized and the other is not: profile both "
+                             "with the same --pseudonymize secret, or neither")
+        return test, None
+    files, fmt = resolve_inputs(list(inputs))
+    column = key or ("key" if fmt == "key_array" else production.source.get("key"))
+    if not column:
+        raise InputError("say which column holds the test's keys (--key COL)")
+    placements = (partitioner,) if partitioner is not None else ()
+    test = count_profile(files, key=column, placements=placements)
+    counts = count_keys(files, key=column, keys=comparable_head_keys(production))
+    return test, counts
+
+
 def check(test: Profile, production: Profile, *, partitioner=None,
           cache_size: int | None = None, thresholds: Thresholds | None = None,
-          test_counts: dict[str, float] | None = None) -> CheckReport:
+          test_counts: dict[str, float] | None = None,
+          allow_disjoint: bool = False) -> CheckReport:
     """Compare a load test's key profile with production's.
 
     Parameters
@@ -372,28 +465,30 @@ def check(test: Profile, production: Profile, *, partitioner=None,
     thresholds : Thresholds, optional
         When a check warns or fails.
     test_counts : dict, optional
-        The test's exact events of production's head keys (``profile.count.count_keys``);
-        without them, shares come from the test profile's head.
+        The test's exact events of production's head keys (``profile_test``), keyed as
+        ``comparable_head_keys`` names them; without them, shares come from the test
+        profile's head (keys outside it counted at up to its largest tail count).
+    allow_disjoint : bool
+        Compare even when the test carries none of production's head keys.
 
     Raises
     ------
     InputError
-        The test has fewer events than the checks need (the message says how many), or the
-        two profiles share no key at all (not the same key space).
+        The test has fewer events than the checks need (the message says how many); its keys
+        are of another format than production's; or it carries none of production's head keys
+        (not the same key space, unless ``allow_disjoint``).
     """
     t = thresholds or Thresholds()
     shape = profile_shape(production)
-    if shape.near_uniform:
-        if test.events < MIN_TEST_EVENTS:
-            raise InputError(f"the test has {test.events:,.0f} events; the checks need at "
-                             f"least {MIN_TEST_EVENTS:,}: profile a longer run of the test")
-    else:
-        need = events_needed(production)
-        if test.events < need:
-            raise InputError(
-                f"the test has {test.events:,.0f} events; the checks need at least {need:,} "
-                f"(so that production's {HEAD_KEYS_JUDGED}th key would be expected "
-                f"{EXPECTED_COUNT} times): profile a longer run of the test")
+    need = MIN_TEST_EVENTS if shape.near_uniform else events_needed(production)
+    if test.events < need:
+        why = ("" if shape.near_uniform else
+               f" (so that production's {HEAD_KEYS_JUDGED}th key would be expected "
+               f"{EXPECTED_COUNT} times)")
+        raise InputError(f"the test has {test.events:,.0f} events; the checks need at least "
+                         f"{need:,}{why}: profile a longer run of the test")
+    _same_format(test, production)
+    hot = None
     if shape.near_uniform:
         reason = _no_hot_spot(shape)
         checks = [Check("no-hot-spot", "pass", reason, {
@@ -402,14 +497,20 @@ def check(test: Profile, production: Profile, *, partitioner=None,
             "production_top1pct_vs_uniform": shape.top1pct_vs_uniform,
             "uuid_keys": shape.uuid_keys})]
         checks.append(_working_set(test, production, t, cache_size))
+        if partitioner is not None:
+            checks.append(_shards(test, production, partitioner, t)[0])
         return CheckReport(tuple(checks), (), None, reason, test.events, production.events)
-    t_share = _test_shares(test, tuple(production.head_keys), test_counts)
-    if not (t_share > 0).any():
-        _no_common_keys(test, production)
-    head, hidden = _head_coverage(test, production, t, t_share, test_counts is not None)
+    keys = comparable_head_keys(production) if test_counts is not None \
+        else tuple(production.head_keys)
+    tc = _test_counts(test, keys, test_counts)
+    if not allow_disjoint and not (tc.counts[tc.exact] > 0).any():
+        raise InputError(
+            f"no common keys at all: the test carries none of production's "
+            f"{len(keys):,} head keys (such as {', '.join(keys[:3])}); are they the same key "
+            "space? (--allow-disjoint compares anyway: every hot key then counts as hidden)")
+    head, hidden = _head_coverage(test, production, t, tc)
     checks = [head, _top_shares(test, production, t), _tail(test, production, t),
               _working_set(test, production, t, cache_size)]
-    hot = None
     if partitioner is not None:
         shard_check, hot = _shards(test, production, partitioner, t)
         checks.append(shard_check)
@@ -417,22 +518,26 @@ def check(test: Profile, production: Profile, *, partitioner=None,
 
 
 def _key_format(profile: Profile) -> str:
+    from hotshard.profile import keys_look_integer
     from hotshard.profile.shape import uuid_like
 
-    keys = tuple(profile.head_keys)
-    if profile.integer_keys:
+    if profile.privacy.get("pseudonymized"):
+        return "pseudonyms"
+    # a k6 key array or a CSV read as text still holds integer ids when every key is one
+    if profile.integer_keys or keys_look_integer(profile.head_keys):
         return "integers"
-    return "UUID-like" if uuid_like(keys) else "text"
+    return "UUID-like" if uuid_like(tuple(profile.head_keys)) else "text"
 
 
-def _no_common_keys(test: Profile, production: Profile) -> None:
-    """The test touches none of production's head keys. Keys of one format (integer ids, say)
-    can simply miss: head coverage then fails, as it should. Keys of another format mean the
-    two are not the same key space, and no check can compare them: refuse."""
+def _same_format(test: Profile, production: Profile) -> None:
+    """Keys of another format (text against integer ids) are not the same key space, and no
+    check can compare them: refuse. (A test made from a pseudonymized profile carries integer
+    or text stand-ins: only the two profiles' key types are compared then.)"""
     a, b = _key_format(test), _key_format(production)
+    if b == "pseudonyms":
+        a = "pseudonyms" if a == "pseudonyms" else ("integers" if a == "integers" else "text")
+        b = "integers" if production.source.get("key_type") == "int64" else "text"
     if a != b:
-        sample_t = ", ".join(test.head_keys[:2])
-        sample_p = ", ".join(production.head_keys[:2])
-        raise InputError(f"the test and production share no key at all: the test's keys are "
-                         f"{a} ({sample_t}), production's {b} ({sample_p}); profile the same "
-                         "key column in the same id format")
+        raise InputError(f"the test's keys are {a} ({', '.join(test.head_keys[:2])}) and "
+                         f"production's {b} ({', '.join(production.head_keys[:2])}): not the "
+                         "same key space; profile the same key column in the same id format")

@@ -149,8 +149,15 @@ class TailDrift:
         return abs(self.change) / self.se
 
     @property
+    def comparable(self) -> bool:
+        """Both laws fit the same stretch of the tail (the same xmin): only then is the gap
+        between the exponents a drift of one quantity."""
+        return self.xmin_a is not None and self.xmin_a == self.xmin_b
+
+    @property
     def significant(self) -> bool | None:
-        return None if self.z is None else self.z > DRIFT_SE
+        """Beyond ``DRIFT_SE`` combined standard errors; None when not comparable."""
+        return None if self.z is None or not self.comparable else self.z > DRIFT_SE
 
     def to_dict(self) -> dict:
         return {"a": {"alpha": self.alpha_a, "alpha_se": self.alpha_se_a, "xmin": self.xmin_a},
@@ -334,7 +341,7 @@ def _check_key_space(a: Profile, b: Profile, common: int, allow_disjoint: bool) 
     if not why:
         why.append(f"none of A's {len(a.head_keys):,} head keys is among B's "
                    f"{len(b.head_keys):,}; if the whole head really changed, pass "
-                   "allow_disjoint=True")
+                   "--allow-disjoint (allow_disjoint=True)")
     raise InputError("no common keys at all: are A and B profiles of the same key space? ("
                      + "; ".join(why) + ")")
 
@@ -582,9 +589,11 @@ def _tail_lines(t: TailDrift) -> list[str]:
            f"{side(t.alpha_b, t.alpha_se_b):>13}"
     if t.change is not None:
         line += f"  {t.change:+.3f}"
-        if t.z is not None:
+        if t.z is not None and t.significant is not None:
             verdict = "drifted" if t.significant else "within noise"
             line += f" = {t.z:.1f} combined SE: {verdict} (threshold {DRIFT_SE:g} SE)"
+        elif t.z is not None:
+            line += " (not comparable as a drift: the fits start at different counts)"
     lines = [line]
     if t.xmin_a is not None and t.xmin_b is not None:
         lines.append(f"  {'tail xmin':<16}  {t.xmin_a:>13g}  {t.xmin_b:>13g}")
@@ -604,6 +613,8 @@ def _shard_lines(s: ShardDrift) -> list[str]:
         moved = ", ".join(f"{m.key} {_change_cell(m)}" for m in row.keys)
         lines += [f"  shard {row.shard}: {_pct(row.share_a)} -> {_pct(row.share_b)} "
                   f"({_pp(row.change)})",
-                  f"    moved by {moved}; tail keys {_pp(row.rest_change)}" if moved else
-                  f"    no head key on it moved; tail keys {_pp(row.rest_change)}"]
+                  f"    moved by {moved}; unnamed tail keys (modelled) {_pp(row.rest_change)}"
+                  if moved else
+                  f"    no head key on it moved; unnamed tail keys (modelled) "
+                  f"{_pp(row.rest_change)}"]
     return lines

@@ -167,11 +167,7 @@ def uniform_cache_hit(profile: Profile, production_hit: float, test_keys: float
     ``test_keys`` keys would hit in that same cache (C / K). None when no size reaches it."""
     from hotshard.sim.cache import che_hit_rates
 
-    tail_counts, tail_keys = profile.tail.classes()
-    rates = np.concatenate([np.asarray(profile.head_counts, float), np.asarray(tail_counts, float)])
-    mult = np.concatenate([np.ones(len(profile.head_counts)), np.asarray(tail_keys, float)])
-    keep = (rates > 0) & (mult > 0)
-    rates, mult = rates[keep], mult[keep]
+    rates, mult = profile.dist.popularity()
     total_keys = float(mult.sum())
     if not 0 < production_hit < 1 or total_keys < 2:
         return None

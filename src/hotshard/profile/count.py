@@ -23,7 +23,7 @@ from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
 
 __all__ = ["ENGINES", "MAX_COUNT", "RawCounts", "bad_count_error", "build_profile",
-           "count_profile", "resolve_inputs"]
+           "count_keys", "count_profile", "resolve_inputs", "starts_with"]
 
 ENGINES = ("duckdb", "spark")
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -57,7 +57,7 @@ class RawCounts:
     placement: dict[str, PlacementRecord] = field(default_factory=dict)
 
 
-def _starts_with(path: str, first: bytes) -> bool:
+def starts_with(path: str, first: bytes) -> bool:
     """The file's first non-blank byte is ``first`` (False when it cannot be read)."""
     try:
         with open(path, "rb") as handle:
@@ -72,7 +72,7 @@ def _fmt_of(path: str) -> str:
         return "parquet"
     if name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt", ".txt.gz")):
         return "csv"
-    if name.endswith(".json") and _starts_with(path, b"["):
+    if name.endswith(".json") and starts_with(path, b"["):
         return "key_array"  # one JSON array of keys (generate --format k6): its column is key
     if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
         return "json"

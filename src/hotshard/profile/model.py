@@ -94,17 +94,26 @@ class KeyDistribution:
             "tail": self.tail.to_dict(),
         }
 
-    def shares(self) -> dict[str, float]:
-        """Top-1, top-10 and top-1%-of-keys shares of all events (computed, head and tail)."""
+    def popularity(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(count per key, number of such keys) for every class with keys and events: the head
+        one key each, then the tail classes, most frequent first. What a cache model or a
+        top-k share needs, without the keys' names."""
         counts, keys = self.tail.classes()
         order = np.argsort(counts)[::-1]
         all_counts = np.concatenate([self.head_counts, counts[order]])
         all_keys = np.concatenate([np.ones(self.head_counts.size), keys[order]])
-        return {
-            "top1": _top_share(all_counts, all_keys, 1, self.events),
-            "top10": _top_share(all_counts, all_keys, 10, self.events),
-            "top1pct": _top_share(all_counts, all_keys, max(1.0, 0.01 * self.keys), self.events),
-        }
+        keep = (all_counts > 0) & (all_keys > 0)
+        return all_counts[keep], all_keys[keep]
+
+    def top_share(self, k: float) -> float:
+        """Share of all events carried by the ``k`` most frequent keys (k may be fractional)."""
+        counts, keys = self.popularity()
+        return _top_share(counts, keys, k, self.events)
+
+    def shares(self) -> dict[str, float]:
+        """Top-1, top-10 and top-1%-of-keys shares of all events (computed, head and tail)."""
+        return {"top1": self.top_share(1), "top10": self.top_share(10),
+                "top1pct": self.top_share(max(1.0, 0.01 * self.keys))}
 
 
 def _top_share(counts, keys, k: float, total: float) -> float:

@@ -21,7 +21,7 @@ from hotshard.workload import TAIL_MODES
 from hotshard.workload.placed_tail import PlacedTail, place_tail
 from hotshard.workload.sampler import ClassSampler
 
-__all__ = ["ProfileSampler", "from_profile", "tail_classes"]
+__all__ = ["ProfileSampler", "from_profile", "stand_in_head_keys", "tail_classes"]
 
 
 
@@ -242,6 +242,12 @@ def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
         def names(idx):
             return [f"{prefix}{i}" for i in idx]
     return place_tail(weights, keys, targets, follow, names, taken, spec)
+
+
+def stand_in_head_keys(profile: Profile) -> tuple[str, ...]:
+    """The keys ``hotshard generate`` writes for a pseudonymized profile's head keys, in head
+    order (each lands on the shard its real key did, under the recorded partitioner)."""
+    return _stand_ins(profile, profile.dist, None)[0]
 
 
 def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):

@@ -103,6 +103,10 @@ class _Session:
 def _check_columns(s: _Session) -> dict[str, str]:
     rows = s.sql(f"DESCRIBE SELECT * FROM {s.source}").fetchall()
     types = {r[0]: str(r[1]).upper() for r in rows}
+    if s.spec.fmt == "key_array" and types.get("key") not in ({"VARCHAR"} | _NUM_TYPES):
+        raise InputError(f"{s.spec.files[0]} is a JSON array of {types.get('key', '?').lower()} "
+                         "values: a key array holds one key (a string or number) per element; "
+                         "give events as JSON lines (one object per line) instead")
     for col in s.spec.columns():
         if col not in types:
             raise InputError(
