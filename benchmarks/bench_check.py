@@ -46,8 +46,8 @@ def main() -> None:
     import duckdb
     import pyarrow.parquet as pq
 
-    from hotshard.compare.check import check
-    from hotshard.profile.count import count_keys, count_profile
+    from hotshard.compare.check import check, profile_test
+    from hotshard.profile.count import count_profile
     from hotshard.shards.partitioners import make_partitioner
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -60,9 +60,8 @@ def main() -> None:
     path = str(make_test(events, space))
     ring = make_partitioner("kafka", 16, key_type="bigint")
 
-    def ours():
-        test = count_profile([path], key="key", placements=(ring,))
-        counts = count_keys([path], key="key", keys=production.head_keys)
+    def ours():  # what `hotshard check TEST --against PROD -p kafka -n 16` runs
+        test, counts = profile_test([path], production=production, partitioner=ring)
         return check(test, production, partitioner=ring, cache_size=2000, test_counts=counts)
 
     def bare():
