@@ -59,10 +59,10 @@ def _hit_rate(rates: np.ndarray, multiplicity: np.ndarray) -> float:
 
 
 def _mean_payload(profile, seed: int) -> float:
-    from hotshard.workload.messages import _sizes
+    from hotshard.workload.messages import message_sizes
 
     u = np.random.default_rng(seed).random(200_000)
-    return float(_sizes(profile.sizes["quantiles"], u).mean())
+    return float(message_sizes(profile.sizes["quantiles"], u).mean())
 
 
 def _rounded(value):

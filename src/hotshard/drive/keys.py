@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from hotshard.drive.schedule import BLOCK
 from hotshard.errors import HotshardError, InputError
-from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES
+from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, message_sizes
 
 __all__ = ["KeySource", "load_keys"]
 
@@ -70,7 +70,7 @@ class KeySource:
                                  if read_col else 0.0),
                               tail_cum[read_col] - (tail_cum[read_col - 1] if read_col else 0))
             is_read = u < p_read
-        sizes = _sizes(self.size_quantiles, op_rng.random(BLOCK))
+        sizes = message_sizes(self.size_quantiles, op_rng.random(BLOCK))
         if len(self._cache) > 4:
             self._cache.clear()
         self._cache[block] = (keys, is_read, sizes)
@@ -99,14 +99,6 @@ class KeySource:
         return {"keys": self.spec, "key_generator": self.generator, "seed": self.seed,
                 "read_ratio": self.read_ratio if self.read_ratio is not None else
                 ("by key, from the profile" if self._profile_ops else DEFAULT_READ_RATIO)}
-
-
-def _sizes(quantiles: dict[str, float], u: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Body sizes by linear interpolation of the quantiles (at least 1 byte)."""
-    qs = sorted((float(q), float(v)) for q, v in quantiles.items())
-    xp = [0.0] + [q for q, _ in qs] + [1.0]
-    fp = [1.0] + [v for _, v in qs] + [qs[-1][1]]
-    return np.maximum(1, np.interp(u, xp, fp)).astype(np.int64)
 
 
 def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> KeySource:

@@ -30,7 +30,7 @@ from hotshard.workload import DEFAULT_USERS, FORMATS
 from hotshard.workload.scenario import Arrivals, HotEvent
 
 __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
-           "check_verifiable", "format_for_path", "format_note", "write_events"]
+           "check_verifiable", "format_for_path", "format_note", "message_sizes", "write_events"]
 
 # Typical chat message bytes; used when the profile has no size quantiles.
 DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
@@ -66,8 +66,9 @@ class GenerationPlan:
         return max(1, -(-self.events // self.chunk_rows))
 
 
-def _sizes(quantiles: dict[str, float], u: np.ndarray) -> np.ndarray:
-    """Sizes by log-linear interpolation of the quantiles (p0 = p50/4, p100 = 2 p99)."""
+def message_sizes(quantiles: dict[str, float], u: np.ndarray) -> np.ndarray:
+    """Sizes by log-linear interpolation of the quantiles (p0 = p50/4, p100 = 2 p99), at the
+    uniform draws ``u``: the one size model of generated messages and driven requests."""
     qs = sorted((float(q), float(v)) for q, v in quantiles.items())
     probs = [0.0] + [q for q, _ in qs] + [1.0]
     vals = [qs[0][1] / 4.0] + [v for _, v in qs] + [qs[-1][1] * 2.0]
@@ -150,7 +151,7 @@ def make_chunk(plan: GenerationPlan, chunk: int):
         "channel_id": keys,
         "message_id": message_id,
         "user_id": rng.integers(0, plan.n_users, n, dtype=np.int64),
-        "size": _sizes(plan.size_quantiles, rng.random(n)),
+        "size": message_sizes(plan.size_quantiles, rng.random(n)),
         "op": pa.DictionaryArray.from_arrays(pa.array(op_idx.astype(np.int32)),
                                              pa.array(op_names)).cast(pa.string()),
     })
