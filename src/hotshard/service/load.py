@@ -37,9 +37,10 @@ class LoadResult:
                 "seconds": round(self.seconds, 3)}
 
 
-def check_loadable(path: str) -> None:
-    """Raise InputError unless ``path`` is a file ``load_messages`` can load (checked before
-    any worker starts, so a wrong file costs nothing and leaves nothing)."""
+def check_loadable(path: str) -> int:
+    """The number of rows ``load_messages`` will load from ``path``; InputError unless it can
+    load them (checked before any worker starts, so a wrong file costs nothing and leaves
+    nothing). One scan gives both the count and the first invalid channel id."""
     import duckdb
 
     from hotshard.service.router import CHANNEL_PATTERN, check_channel
@@ -47,17 +48,21 @@ def check_loadable(path: str) -> None:
     con = duckdb.connect()
     try:
         query, file = _query(con, path)
-        bad = con.execute(f"SELECT channel FROM ({query}) WHERE NOT regexp_matches(channel, ?) "
-                          "LIMIT 1", [file, CHANNEL_PATTERN]).fetchall()
-        if bad:
-            try:
-                check_channel(bad[0][0])
-            except InputError as e:
-                raise InputError(f"{path}: {e}") from None
+        total, bad = con.execute(
+            f"SELECT count(*), min(channel) FILTER (WHERE NOT regexp_matches(channel, ?)) "
+            f"FROM ({query})", [CHANNEL_PATTERN, file]).fetchall()[0]
     except duckdb.Error as e:
         raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
     finally:
         con.close()
+    if bad is not None:
+        try:
+            check_channel(bad)
+        except InputError as e:
+            raise InputError(f"{path}: {e}") from None
+    if not total:
+        raise InputError(f"{path} has no rows to load")
+    return int(total)
 
 
 def _query(con, path: str) -> tuple[str, str]:
@@ -84,13 +89,14 @@ def _query(con, path: str) -> tuple[str, str]:
     return query, files[0]
 
 
-def _open(path: str):  # -> (connection, arrow batch reader, total rows)
+def _open(path: str, total: int | None):  # -> (connection, arrow batch reader, total rows)
     import duckdb
 
     con = duckdb.connect()
     try:
         query, file = _query(con, path)
-        total = con.execute(f"SELECT count(*) FROM ({query})", [file]).fetchall()[0][0]
+        if total is None:
+            total = con.execute(f"SELECT count(*) FROM ({query})", [file]).fetchall()[0][0]
         reader = con.sql(query, params=[file]).to_arrow_reader(READ_BATCH_ROWS)
     except duckdb.Error as e:
         con.close()
@@ -102,8 +108,12 @@ def _open(path: str):  # -> (connection, arrow batch reader, total rows)
 
 
 async def load_messages(service: ChatService, path: str, *,
-                        progress: Callable[[int, int], None] | None = None) -> LoadResult:
+                        progress: Callable[[int, int], None] | None = None,
+                        total: int | None = None) -> LoadResult:
     """Load every row of ``path`` as a message; returns counts per shard.
+
+    ``total`` is the row count when already known (``check_loadable`` returns it), saving a
+    scan of the file.
 
     Raises
     ------
@@ -116,7 +126,7 @@ async def load_messages(service: ChatService, path: str, *,
     from hotshard.service.router import check_channel
 
     started = time.perf_counter()
-    con, reader, total = _open(path)
+    con, reader, total = _open(path, total)
     if total == 0:
         raise InputError(f"{path} has no rows to load")
     per_shard = np.zeros(service.router.shards, dtype=np.int64)

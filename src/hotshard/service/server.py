@@ -141,9 +141,11 @@ def bind(host: str, port: int) -> socket.socket:
 @contextlib.asynccontextmanager
 async def running_service(config: ServeConfig, data: DataDir, *,
                           on_progress: Callable[[int, int], None] | None = None,
-                          on_loaded: Callable[[Any], None] | None = None
-                          ) -> AsyncIterator[Any]:
-    """The ``ChatService`` with its workers started (and the load done); stops them after."""
+                          on_loaded: Callable[[Any], None] | None = None,
+                          load_rows: int | None = None) -> AsyncIterator[Any]:
+    """The ``ChatService`` with its workers started (and the load done); stops them after.
+
+    ``load_rows`` is the load file's row count when already known (``check_loadable``)."""
     from hotshard.service.chat import ChatService
     from hotshard.service.split import SplitRegistry
     from hotshard.service.supervisor import Supervisor
@@ -166,7 +168,8 @@ async def running_service(config: ServeConfig, data: DataDir, *,
         if config.load:
             from hotshard.service.load import load_messages
 
-            result = await load_messages(chat, config.load, progress=on_progress)
+            result = await load_messages(chat, config.load, progress=on_progress,
+                                         total=load_rows)
             if on_loaded is not None:
                 on_loaded(result)
         yield chat
@@ -182,16 +185,17 @@ def serve(config: ServeConfig, *, on_listening: Callable[[str], None] | None = N
 
     from hotshard.service.gateway import create_app
 
+    rows = None
     if config.load:
         from hotshard.service.load import check_loadable
 
-        check_loadable(config.load)  # a wrong file fails before anything starts
+        rows = check_loadable(config.load)  # a wrong file fails before anything starts
     data = open_data_dir(config)
     sock = bind(config.host, config.port)
     try:
         async def main() -> None:
             async with running_service(config, data, on_progress=on_progress,
-                                       on_loaded=on_loaded) as chat:
+                                       on_loaded=on_loaded, load_rows=rows) as chat:
                 app = create_app(chat, max_body_bytes=config.max_body_bytes)
                 server = uvicorn.Server(uvicorn.Config(
                     app, log_level="warning", access_log=False, lifespan="on",
