@@ -197,6 +197,47 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     assert redis.Redis(host=state.host, port=target_port).xlen(key) == 1
 
 
+def test_client_follows_ask_while_a_slot_migrates(cluster):
+    """Mid-migration (source MIGRATING, target IMPORTING), a key the source no longer has is
+    answered with ASK: the client sends ASKING then the command to the target, once, without
+    changing its map (the slot still belongs to the source)."""
+    import asyncio
+
+    import redis
+
+    from hotshard.cluster.resp import RespCluster, encode_command
+
+    state = cluster(3)
+    key = "chat:{asked}"
+    admin = {p: redis.Redis(host=state.host, port=p, decode_responses=True)
+             for p in state.ports}
+    slot = int(admin[state.ports[0]].execute_command("CLUSTER", "KEYSLOT", key))
+    client = RespCluster(state.host, state.ports[0])
+    client.refresh()
+    source = client.node_of(key)
+    source_port = int(source.rsplit(":", 1)[1])
+    target_port = next(p for p in state.ports if p != source_port)
+    source_id = admin[source_port].execute_command("CLUSTER", "MYID")
+    target_id = admin[target_port].execute_command("CLUSTER", "MYID")
+    admin[target_port].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    admin[source_port].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+
+    async def write() -> tuple:
+        try:
+            return await client.call(key, encode_command(["XADD", key, "*", "a", "b"]))
+        finally:
+            await client.aclose()
+
+    error, _ = asyncio.run(write())
+    assert error is None and client.redirects >= 1
+    assert client.node_of(key) == source  # ASK is one-off: the map is unchanged
+    # the stream was created on the importing node, not on the source (asking the source
+    # for the key itself would be answered with ASK again: count the slot's keys instead)
+    count = "CLUSTER", "COUNTKEYSINSLOT", slot
+    assert admin[source_port].execute_command(*count) == 0
+    assert admin[target_port].execute_command(*count) == 1
+
+
 def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
     """`cluster up --replicas 1`; serve --store --replicas 1 reads the hot channel from the
     master and its replica in turn (the replica's own command count rises)."""
