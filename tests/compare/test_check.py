@@ -230,6 +230,38 @@ def test_a_looser_threshold_turns_the_same_numbers_into_a_pass(tmp_path, web07, 
     space = _key_space("web07")
     keys = np.random.default_rng(1).choice(space, EVENTS)
     loose = Thresholds(head_fail=0, head_warn=0, share_fail=0, share_warn=0, shard_fail=0,
-                       shard_warn=0)
+                       shard_warn=0, hidden_key_fail=1, hidden_share_fail=1)
     report = _run(tmp_path, web07, keys, "uniform", ring, thresholds=loose)
     assert report.exit_status == 0
+
+
+def test_a_test_that_never_sends_productions_top_key_fails(tmp_path, web07):
+    """Everything else faithful, but production's busiest key (1.9% of its traffic) replaced
+    by other keys: head coverage barely moves, yet the test hides a hot key."""
+    from hotshard.workload.profile_sampler import from_profile
+
+    sampler = from_profile(web07)
+    keys = np.asarray(sampler.ids(sampler.sample(300_000, np.random.default_rng(8))))
+    top = int(web07.head_keys[0])
+    others = np.asarray(web07.head_keys[400:500], dtype=np.int64)
+    dropped = keys == top
+    keys[dropped] = np.random.default_rng(9).choice(others, int(dropped.sum()))
+    report = _run(tmp_path, web07, keys, "drop-top")
+    head = next(c for c in report.checks if c.name == "head-coverage")
+    assert head.numbers["ratio"] > 0.95  # coverage alone would pass it
+    assert head.verdict == "fail" and report.exit_status == 1
+    assert [k for k, _, _ in report.hidden_keys] == [web07.head_keys[0]]
+
+
+def test_a_test_hotter_than_a_production_without_hot_spots_warns(tmp_path, ring):
+    corda = trace_profile("corda-vault")
+    rng = np.random.default_rng(10)
+    space = _key_space("corda-vault")
+    keys = rng.choice(space, 50_000)
+    keys[: 25_000] = space[0]  # half the test on one key
+    report = _run(tmp_path, corda, keys, "hot-corda", ring)
+    verdicts = {c.name: c.verdict for c in report.checks}
+    assert verdicts["test-hot-key"] == "warn" and verdicts["hot-shard"] == "warn"
+    assert report.exit_status == 0  # pessimistic, not hiding anything
+    plain = _run(tmp_path, corda, rng.choice(space, 50_000), "plain-corda", ring)
+    assert {c.name: c.verdict for c in plain.checks}["test-hot-key"] == "pass"

@@ -294,7 +294,7 @@ def test_profiles_of_different_key_spaces_are_refused(tmp_path):
 def test_same_format_without_a_common_key_needs_allow_disjoint(tmp_path):
     a = profile_of(tmp_path, "a", {str(i): 100 - i for i in range(1, 20)})
     b = profile_of(tmp_path, "b", {str(i): 100 - i for i in range(50, 69)}, top_k=5)
-    with pytest.raises(InputError, match="allow_disjoint"):
+    with pytest.raises(InputError, match="--allow-disjoint"):
         diff(a, b)
     d = diff(a, b, allow_disjoint=True)
     assert len(d.entered) == len(d.left) == 5 and not d.stayed

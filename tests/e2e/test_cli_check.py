@@ -67,7 +67,8 @@ def test_a_profile_of_the_test_works_as_input(files, tmp_path):
 def test_threshold_override_changes_the_verdict(files):
     _, web07, uniform, _ = files
     loose = ["--threshold", "head_fail=0", "--threshold", "head_warn=0", "--threshold",
-             "share_fail=0", "--threshold", "share_warn=0"]
+             "share_fail=0", "--threshold", "share_warn=0", "--threshold", "hidden_key_fail=1",
+             "--threshold", "hidden_share_fail=1"]
     r = run_cli("check", str(uniform), "--against", str(web07), *loose)
     assert r.returncode == 0, r.stdout
 
@@ -120,3 +121,17 @@ def test_feeder_files_are_test_inputs_too(files, tmp_path, fmt, name, extra):
     r = run_cli("check", str(out), *extra, "--against", str(web07), "-p", "kafka", "-n", "16")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1].startswith("PASS")
+
+
+@pytest.mark.parametrize("fmt, name", [("jsonl", "keys.json"), ("csv-feeder", "feed.csv")])
+def test_generate_outputs_are_read_as_events_with_their_key_column(files, tmp_path, fmt,
+                                                                   name):
+    """generate's JSON lines named .json are events, not a profile; a one-column feeder's
+    column is the key without --key."""
+    _, web07, _, _ = files
+    out = tmp_path / name
+    assert run_cli("generate", str(web07), "--events", "100000", "--seed", "6", "--format",
+                   fmt, "-o", str(out)).returncode == 0
+    extra = ("--key", "channel_id") if fmt == "jsonl" else ()
+    r = run_cli("check", str(out), *extra, "--against", str(web07))
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -40,7 +40,7 @@ def _text(report) -> str:
     failed = [c.name for c in report.checks if c.verdict == "fail"]
     if failed:
         what = []
-        if "head-coverage" in failed and report.hidden_keys:
+        if report.hidden_keys:
             keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
             more = len(report.hidden_keys) - 5
             what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))

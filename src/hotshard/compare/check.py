@@ -46,7 +46,13 @@ class Thresholds:
         never fails).
     hidden_key_ratio
         A production head key is "hidden" when the test gives it less than this fraction of
-        its production share: its load will not show up where production puts it.
+        its production share (and the shortfall is significant): its load will not show up
+        where production puts it.
+    hidden_key_fail, hidden_share_fail
+        Head coverage fails when one hidden key carries at least this share of production's
+        traffic (0.5%: a third of a fair shard's load at 64 shards, half of one at 100), or
+        the hidden keys together at least this share (5%): a test must not drop a key that
+        alone heats its shard. Any hidden key at all warns.
     shard_fail, shard_warn
         The test's hottest-shard share over production's, when production has a hot shard
         (beyond the uniform band). Under 0.8 the hot shard runs at most 80% as hot in the
@@ -69,6 +75,8 @@ class Thresholds:
     share_warn: float = 0.8
     share_high_warn: float = 1.25
     hidden_key_ratio: float = 0.5
+    hidden_key_fail: float = 0.005
+    hidden_share_fail: float = 0.05
     shard_fail: float = 0.8
     shard_warn: float = 0.95
     alpha_tolerance: float = 0.15
@@ -82,11 +90,14 @@ class Thresholds:
             if not isinstance(value, int | float) or isinstance(value, bool) \
                     or not math.isfinite(value) or value < 0:
                 raise InputError(f"threshold {f.name} must be a number >= 0, got {value!r}")
-        if self.head_fail > self.head_warn or self.share_fail > self.share_warn \
-                or self.shard_fail > self.shard_warn:
-            raise InputError("a fail threshold must not be above its warn threshold "
-                             "(head_fail <= head_warn, share_fail <= share_warn, "
-                             "shard_fail <= shard_warn)")
+        for fail, warn in (("head_fail", "head_warn"), ("share_fail", "share_warn"),
+                           ("shard_fail", "shard_warn"), ("cache_warn", "cache_fail")):
+            if getattr(self, fail) > getattr(self, warn):
+                raise InputError(f"threshold {fail} ({getattr(self, fail):g}) must not be above "
+                                 f"{warn} ({getattr(self, warn):g}): set both")
+        if self.share_high_warn < 1:
+            raise InputError(f"threshold share_high_warn must be >= 1 (a test more "
+                             f"concentrated than production), got {self.share_high_warn:g}")
         if self.working_set_warn < 1:
             raise InputError(f"threshold working_set_warn must be >= 1, got "
                              f"{self.working_set_warn}")
@@ -244,6 +255,12 @@ def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
                "hidden_keys": len(hidden), "hidden_share": float(p_share[hidden_mask].sum()),
                "keys_bounded": bounded}
     verdict = _grade(ratio, t.head_fail, t.head_warn)
+    hidden_share = numbers["hidden_share"]
+    biggest = max((p for _, p, _ in hidden), default=0.0)
+    if hidden and (biggest >= t.hidden_key_fail or hidden_share >= t.hidden_share_fail):
+        verdict = "fail"
+    elif hidden:
+        verdict = max(verdict, "warn", key=_ORDER.__getitem__)
     msg = (f"the test puts {_pct(coverage)} of production's head traffic ({len(keys)} keys, "
            f"{_pct(head_total)} of all requests) on the same keys at up to their production "
            f"share; a faithful test of {test.events:,.0f} events reaches {_pct(faithful)} by "
@@ -254,12 +271,13 @@ def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
     if hidden:
         top = ", ".join(f"{k} ({_pct(p)} in production, {_pct(s)} in the test)"
                         for k, p, s in hidden[:3])
-        msg += (f"; it hides {len(hidden)} hot keys carrying {_pct(numbers['hidden_share'])} of "
-                f"production: {top}")
+        msg += (f"; it hides {len(hidden)} hot key{'s' * (len(hidden) != 1)} carrying "
+                f"{_pct(hidden_share)} of production: {top}")
     return Check("head-coverage", verdict, msg, numbers), hidden
 
 
-def _top_shares(test: Profile, prod: Profile, t: Thresholds) -> Check:
+def _top_shares(test: Profile, prod: Profile, t: Thresholds, *, low_matters: bool = True
+                ) -> Check:
     """The share of production's top 1% of keys (by count: the same number of keys on both
     sides, so a short test that saw fewer keys is not judged on fewer) and of the top 10."""
     n_top = max(1.0, 0.01 * prod.keys)
@@ -268,6 +286,8 @@ def _top_shares(test: Profile, prod: Profile, t: Thresholds) -> Check:
     ratios = {name: (ts[name] / ps[name] if ps[name] > 0 else float("inf")) for name in ts}
     worst = min(ratios.values())
     high = max(ratios.values())
+    if not low_matters:  # production has no hot spot: only a more concentrated test differs
+        worst = max(worst, t.share_warn)
     verdict: Verdict = "fail" if worst < t.share_fail else (
         "warn" if worst < t.share_warn or high > t.share_high_warn else "pass")
     numbers = {"keys_in_top1pct": n_top, "test_top1pct": ts["top1pct"],
@@ -280,7 +300,10 @@ def _top_shares(test: Profile, prod: Profile, t: Thresholds) -> Check:
     if verdict == "fail":
         msg += ": the test spreads what production concentrates"
     elif high > t.share_high_warn:
-        msg += ": the test is more concentrated than production (pessimistic)"
+        msg += (": the test is more concentrated than production (pessimistic: it heats "
+                "keys and shards production does not)")
+    elif verdict == "warn":
+        msg += ": the test is somewhat less concentrated than production"
     return Check("top-shares", verdict, msg, numbers)
 
 
@@ -289,8 +312,8 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
     if not tl or not pl or tl.get("alpha") is None or pl.get("alpha") is None:
         which = " and ".join(n for n, law in (("the test", tl), ("production", pl))
                              if not law or law.get("alpha") is None)
-        return Check("tail-exponent", "pass", f"no power-law tail fitted for {which}: nothing "
-                     "to compare", {})
+        return Check("tail-exponent", "pass", f"not compared: no power-law tail fitted for "
+                     f"{which}", {})
     a_t, a_p = float(tl["alpha"]), float(pl["alpha"])
     se = math.hypot(float(tl.get("alpha_se") or 0.0), float(pl.get("alpha_se") or 0.0))
     allowed = max(t.alpha_tolerance, 3 * se)
@@ -299,9 +322,10 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
     msg = (f"tail exponent {a_t:.2f} in the test against {a_p:.2f} in production "
            f"(difference {diff:+.2f}, allowed {allowed:.2f})")
     if verdict == "warn":
-        msg += (": the test's tail is " + ("lighter (fewer, hotter tail keys: a smaller "
-                                           "working set)" if diff > 0 else
-                                           "heavier (more rare keys: a bigger working set)"))
+        msg += (": the test's tail falls " + ("faster (its rarely used keys are rarer than "
+                                              "production's)" if diff > 0 else
+                                              "slower (its rarely used keys are used more "
+                                              "than production's)"))
     return Check("tail-exponent", verdict, msg,
                  {"test_alpha": a_t, "production_alpha": a_p, "difference": diff,
                   "allowed": allowed})
@@ -318,23 +342,36 @@ def _lru_hit(profile: Profile, capacity: float, events: float, distinct: float) 
     return min(che, max(0.0, 1.0 - distinct / events)) if events > 0 else che
 
 
-def _expected_keys(profile: Profile, events: float) -> float:
-    """Distinct keys that ``events`` draws from the profile's popularity touch, in expectation
-    (each key of share p is seen unless all draws miss it: 1 - exp(-events p))."""
+def rarefied_keys(profile: Profile, events: float) -> float:
+    """Distinct keys expected in ``events`` events drawn without replacement from the
+    profile's own events (rarefaction: a key with c of N events is missed with probability
+    C(N - c, n) / C(N, n)). Exact at the profile's own length, where it gives its key count,
+    and it needs no guess about keys the profile never saw; so runs of different lengths are
+    compared at the shorter one's length, never extrapolated."""
+    from scipy.special import gammaln
+
     counts, mult = profile.dist.popularity()
-    return float(np.sum(mult * -np.expm1(-events * counts / profile.events)))
+    total = float(profile.events)
+    n = min(float(events), total)
+    if n >= total:
+        return float(mult.sum())
+    rest = total - counts
+    log_miss = np.where(rest >= n, gammaln(rest + 1) - gammaln(rest - n + 1)
+                        - gammaln(total + 1) + gammaln(total - n + 1), -np.inf)
+    return float(np.sum(mult * -np.expm1(log_miss)))
 
 
-def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | None) -> Check:
-    expected = _expected_keys(prod, test.events)
-    ratio = test.keys / expected if expected > 0 else float("inf")
+def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | None, *,
+                 cache_can_fail: bool = True) -> Check:
+    n = min(test.events, prod.events)
+    k_t, k_p = rarefied_keys(test, n), rarefied_keys(prod, n)
+    ratio = k_t / k_p if k_p > 0 else float("inf")
     numbers: dict[str, Any] = {"test_keys": test.keys, "test_events": test.events,
                                "production_keys": prod.keys, "production_events": prod.events,
-                               "production_keys_at_test_events": expected,
-                               "keys_ratio": ratio}
-    msg = (f"the test's {test.events:,.0f} events touch {test.keys:,.0f} distinct keys; "
-           f"production's popularity would touch {expected:,.0f} in as many events "
-           f"({ratio:.2f}x)")
+                               "compared_at_events": n, "test_keys_at": k_t,
+                               "production_keys_at": k_p, "keys_ratio": ratio}
+    msg = (f"in {n:,.0f} events (the shorter run's length) the test touches {k_t:,.0f} "
+           f"distinct keys and production {k_p:,.0f} ({ratio:.2f}x)")
     verdict: Verdict = "pass"
     if not 1 / t.working_set_warn <= ratio <= t.working_set_warn:
         verdict = "warn"
@@ -342,16 +379,15 @@ def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | 
                 ": a smaller working set than production's (it fits caches production's "
                 "does not)")
     if cache_size is not None:
-        # both at the test's length: production's popularity over as many requests as the
-        # test made (a short run's first-time misses weigh on both alike)
-        h_t = _lru_hit(test, cache_size, test.events, test.keys)
-        h_p = _lru_hit(prod, cache_size, test.events, expected)
+        # both at the same length, the first-time misses of that many requests included
+        h_t = _lru_hit(test, cache_size, n, k_t)
+        h_p = _lru_hit(prod, cache_size, n, k_p)
         numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p)
         msg += (f"; an LRU cache of {cache_size:,} entries hits {_pct(h_t)} of the test and "
                 f"{_pct(h_p)} of production over as many requests (Che's approximation, "
                 "first-time misses included)")
         gap = h_t - h_p
-        if gap > t.cache_fail:
+        if gap > t.cache_fail and cache_can_fail:
             verdict = "fail"
             msg += ": the test's cache is warmer than production's can be (optimistic)"
         elif abs(gap) > t.cache_warn:
@@ -374,12 +410,17 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
                "test_hottest_shard": q.hottest, "test_hottest_share": q_hot,
                "test_max_over_mean": q.max_over_mean, "uniform_band_high": p.uniform_high,
                "test_share_of_production_hot_shard": float(q.shares[p.hottest])}
-    msg = (f"on {partitioner.spec}: production's hottest shard {p.hottest} carries "
-           f"{_pct(p_hot)} ({p.max_over_mean:.2f}x the mean), the test's hottest "
-           f"{q.hottest} {_pct(q_hot)} ({q.max_over_mean:.2f}x)")
+    msg = (f"on {partitioner.spec}: production's hottest shard, {p.hottest}, carries "
+           f"{_pct(p_hot)} ({p.max_over_mean:.2f}x the mean); the test's hottest, shard "
+           f"{q.hottest}, {_pct(q_hot)} ({q.max_over_mean:.2f}x)")
+    hotter = q_hot > t.share_high_warn * p_hot and q_hot > q.uniform_high
     if p_hot <= p.uniform_high:
-        return Check("hot-shard", "pass", msg + "; production has no hot shard (within the "
-                     f"uniform band, at most {_pct(p.uniform_high)})", numbers), None
+        msg += (f"; production has no hot shard (within the uniform band, at most "
+                f"{_pct(p.uniform_high)})")
+        if hotter:
+            return Check("hot-shard", "warn", msg + ": the test heats a shard production "
+                         "never does (pessimistic)", numbers), None
+        return Check("hot-shard", "pass", msg, numbers), None
     ratio = numbers["test_share_of_production_hot_shard"] / p_hot
     numbers["ratio"] = ratio
     verdict = _grade(ratio, t.shard_fail, t.shard_warn)
@@ -393,9 +434,36 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
         hot = {"shard": p.hottest, "production_share": p_hot,
                "test_share": numbers["test_share_of_production_hot_shard"],
                "keys": [{"key": k, "share": s} for k, s in p.hottest_keys]}
+    elif hotter:
+        verdict = max(verdict, "warn", key=_ORDER.__getitem__)
+        msg += f": the test's shard {q.hottest} runs hotter than any of production's (pessimistic)"
     elif q.hottest != p.hottest:
         msg += " (a different shard: the test's hot keys are not production's)"
     return Check("hot-shard", verdict, msg, numbers), hot
+
+
+def _test_hot_key(test: Profile, t: Thresholds) -> Check:
+    """When production has no hot spot: does the test put load on one key that uniform draws
+    over its keys could not? Its busiest key is judged against the largest count uniform keys
+    give by chance (Bonferroni over the test's keys, P < ``HIDDEN_P``), and must also carry
+    at least ``hidden_key_fail`` of the test to matter."""
+    from scipy.stats import poisson
+
+    counts = np.asarray(test.head_counts, dtype=np.float64)
+    top = float(counts.max()) if counts.size else 0.0
+    lam = test.events / max(test.keys, 1.0)
+    p_value = float(poisson.sf(top - 1, lam)) * test.keys
+    share = top / test.events if test.events else 0.0
+    numbers = {"test_top_key_events": top, "uniform_mean_events": lam,
+               "test_top_key_share": share, "p_value_bonferroni": min(p_value, 1.0)}
+    key = test.head_keys[0] if test.head_keys else "-"
+    if p_value < HIDDEN_P and share >= t.hidden_key_fail:
+        return Check("test-hot-key", "warn", f"the test's busiest key {key} carries "
+                     f"{_pct(share)} of its events ({top:,.0f} against {lam:.1f} on average): "
+                     "a hot spot production does not have (pessimistic)", numbers)
+    return Check("test-hot-key", "pass", f"the test's busiest key carries {_pct(share)} of its "
+                 f"events ({top:,.0f} against {lam:.1f} on average): within what uniform keys "
+                 "give", numbers)
 
 
 def _no_hot_spot(shape: ProfileShape) -> str:
@@ -407,6 +475,18 @@ def _no_hot_spot(shape: ProfileShape) -> str:
     if shape.uuid_keys:
         words += "; its keys are random identifiers (UUID-like)"
     return words + ": uniform test keys are right for it"
+
+
+def _is_profile(path: str) -> bool:
+    """A ``hotshard.profile/1`` document, as opposed to events (JSON lines are objects too)."""
+    if not path.lower().endswith(".json"):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return head.lstrip()[:1] == b"{" and b'"hotshard.profile/' in head
 
 
 def comparable_head_keys(production: Profile) -> tuple[str, ...]:
@@ -429,19 +509,25 @@ def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None 
     partitioner's placement recorded, so the test's tail is placed key by key), or one
     profile of the test (then only its head is known key by key: counts are None).
     """
-    from hotshard.profile.count import count_keys, count_profile, resolve_inputs, starts_with
+    from hotshard.profile.count import count_keys, count_profile, input_columns, resolve_inputs
 
-    if len(inputs) == 1 and str(inputs[0]).lower().endswith(".json") \
-            and starts_with(str(inputs[0]), b"{"):
+    if len(inputs) == 1 and _is_profile(str(inputs[0])):
         test = Profile.load(inputs[0])
         if production.privacy.get("pseudonymized") != test.privacy.get("pseudonymized"):
             raise InputError("one profile is pseudonymized and the other is not: profile both "
                              "with the same --pseudonymize secret, or neither")
         return test, None
     files, fmt = resolve_inputs(list(inputs))
-    column = key or ("key" if fmt == "key_array" else production.source.get("key"))
-    if not column:
-        raise InputError("say which column holds the test's keys (--key COL)")
+    column = key
+    if column is None:
+        # production's key column; else the file's only column (a k6 array's `key`, a
+        # csv-feeder's header)
+        columns = input_columns(files, fmt)
+        wanted = production.source.get("key")
+        column = wanted if wanted in columns else (columns[0] if len(columns) == 1 else None)
+        if column is None:
+            raise InputError(f"say which column holds the test's keys (--key COL): it has no "
+                             f"{wanted!r} column; its columns are {', '.join(columns)}")
     placements = (partitioner,) if partitioner is not None else ()
     test = count_profile(files, key=column, placements=placements)
     counts = count_keys(files, key=column, keys=comparable_head_keys(production))
@@ -496,7 +582,10 @@ def check(test: Profile, production: Profile, *, partitioner=None,
             "production_top1pct_share": shape.top1pct_share,
             "production_top1pct_vs_uniform": shape.top1pct_vs_uniform,
             "uuid_keys": shape.uuid_keys})]
-        checks.append(_working_set(test, production, t, cache_size))
+        checks.append(_test_hot_key(test, t))
+        # no hot key for a cache to favour: a cache difference can make the test optimistic
+        # on latency, not hide a hot spot, so it warns at most
+        checks.append(_working_set(test, production, t, cache_size, cache_can_fail=False))
         if partitioner is not None:
             checks.append(_shards(test, production, partitioner, t)[0])
         return CheckReport(tuple(checks), (), None, reason, test.events, production.events)

@@ -341,7 +341,7 @@ def _check_key_space(a: Profile, b: Profile, common: int, allow_disjoint: bool) 
     if not why:
         why.append(f"none of A's {len(a.head_keys):,} head keys is among B's "
                    f"{len(b.head_keys):,}; if the whole head really changed, pass "
-                   "--allow-disjoint (allow_disjoint=True)")
+                   "--allow-disjoint")
     raise InputError("no common keys at all: are A and B profiles of the same key space? ("
                      + "; ".join(why) + ")")
 

@@ -23,7 +23,7 @@ from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
 
 __all__ = ["ENGINES", "MAX_COUNT", "RawCounts", "bad_count_error", "build_profile",
-           "count_keys", "count_profile", "resolve_inputs", "starts_with"]
+           "count_keys", "count_profile", "input_columns", "resolve_inputs", "starts_with"]
 
 ENGINES = ("duckdb", "spark")
 SIZE_QUANTILES = (0.5, 0.9, 0.99)
@@ -362,6 +362,14 @@ def accumulate_placement(batches, head_keys: Sequence[str],
             totals[p.spec] += np.bincount(p.shard_of(tail_keys), weights=tail_counts,
                                           minlength=p.n_shards)
     return {p.spec: PlacementRecord.of(p, totals[p.spec]) for p in placers}
+
+
+def input_columns(files: list[str], fmt: str) -> list[str]:
+    """The column names of resolved inputs (``resolve_inputs``), as the DuckDB engine reads
+    them."""
+    from hotshard.profile.engines.duckdb_engine import columns_of
+
+    return columns_of(files, fmt)
 
 
 def count_keys(inputs: Sequence[str], *, key: str, keys: Sequence[str]) -> dict[str, int]:

@@ -103,6 +103,8 @@ class _Session:
 def _check_columns(s: _Session) -> dict[str, str]:
     rows = s.sql(f"DESCRIBE SELECT * FROM {s.source}").fetchall()
     types = {r[0]: str(r[1]).upper() for r in rows}
+    if s.spec.fmt == "key_array" and types.get("key") == "JSON":
+        raise InputError(f"{s.spec.files[0]} is a JSON array with no keys in it")
     if s.spec.fmt == "key_array" and types.get("key") not in ({"VARCHAR"} | _NUM_TYPES):
         raise InputError(f"{s.spec.files[0]} is a JSON array of {types.get('key', '?').lower()} "
                          "values: a key array holds one key (a string or number) per element; "
@@ -275,6 +277,20 @@ def _key_batches(s: _Session, size: int = 1 << 18):
         if not chunk:
             return
         yield [r[0] for r in chunk], [r[1] for r in chunk]
+
+
+def columns_of(files: list[str], fmt: str) -> list[str]:
+    """Column names of the inputs; InputError when DuckDB cannot read them."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source_sql(fmt, files)}")
+                .fetchall()]
+    except duckdb.Error as exc:
+        raise InputError(f"cannot read {', '.join(files[:3])}: {_first_line(exc)}") from None
+    finally:
+        con.close()
 
 
 def count_keys(files: list[str], fmt: str, key: str, keys: list[str]) -> dict[str, int]:
