@@ -135,3 +135,11 @@ def test_generate_outputs_are_read_as_events_with_their_key_column(files, tmp_pa
     extra = ("--key", "channel_id") if fmt == "jsonl" else ()
     r = run_cli("check", str(out), *extra, "--against", str(web07))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_json_pipelines_get_an_answer_on_errors_too(files, tmp_path):
+    _, web07, _, _ = files
+    r = run_cli("check", str(tmp_path / "nope.parquet"), "--against", str(web07), "--json")
+    assert r.returncode == 2 and "nope.parquet" in r.stderr
+    assert json.loads(r.stdout) == {"verdict": "error", "exit_status": 2,
+                                    "error": f"no such file: {tmp_path / 'nope.parquet'}"}

@@ -7,7 +7,8 @@ import textwrap
 
 import click
 
-from hotshard.cli._options import PARTITIONER_CHOICE, partitioner_options
+from hotshard.cli._options import KEY_TYPE_RULE, PARTITIONER_CHOICE, partitioner_options
+from hotshard.errors import HotshardError
 
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
@@ -58,7 +59,7 @@ def _text(report) -> str:
     return "\n".join(lines)
 
 
-@click.command()
+@click.command(epilog=KEY_TYPE_RULE)
 @click.argument("test_inputs", nargs=-1, required=True, metavar="TEST...")
 @click.option("--against", "production_path", required=True, metavar="PROD_PROFILE",
               help="Production's profile (hotshard profile).")
@@ -94,6 +95,18 @@ def check(test_inputs, production_path, key, partitioner, shards, key_type, thre
       hotshard check 'load/*.csv' --key channel_id --against prod.profile.json --json
       hotshard check test.profile.json --against prod.profile.json --cache-size 100000
     """
+    try:
+        _run(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
+             allow_disjoint, as_json, cache_size, layout)
+    except (HotshardError, click.UsageError) as exc:
+        if as_json:  # a pipeline reading stdout gets an answer too (exit status 2 as ever)
+            message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
+            click.echo(json.dumps({"verdict": "error", "exit_status": 2, "error": message}))
+        raise
+
+
+def _run(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
+         allow_disjoint, as_json, cache_size, layout):
     from hotshard.compare.check import Thresholds, profile_test
     from hotshard.compare.check import check as run_check
     from hotshard.profile.model import Profile
