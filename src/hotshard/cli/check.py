@@ -64,7 +64,8 @@ def _text(report) -> str:
 @click.option("--against", "production_path", required=True, metavar="PROD_PROFILE",
               help="Production's profile (hotshard profile).")
 @click.option("--key", metavar="COL",
-              help="Column of the test's keys [default: the one production was profiled by].")
+              help="Column of the test's keys [default: the one production was profiled by, "
+                   "else channel_id (hotshard generate's), else a one-column file's].")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
               help="Add the hot-shard check: both placed by this store's partitioner.")
 @click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards for --partitioner.")

@@ -520,11 +520,12 @@ def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None 
     files, fmt = resolve_inputs(list(inputs))
     column = key
     if column is None:
-        # production's key column; else the file's only column (a k6 array's `key`, a
-        # csv-feeder's header)
+        # production's key column; else the one `hotshard generate` writes (channel_id);
+        # else the file's only column (a k6 array's `key`, a csv-feeder's header)
         columns = input_columns(files, fmt)
         wanted = production.source.get("key")
-        column = wanted if wanted in columns else (columns[0] if len(columns) == 1 else None)
+        column = next((c for c in (wanted, "channel_id") if c in columns),
+                      columns[0] if len(columns) == 1 else None)
         if column is None:
             raise InputError(f"say which column holds the test's keys (--key COL): it has no "
                              f"{wanted!r} column; its columns are {', '.join(columns)}")
