@@ -127,6 +127,8 @@ def _count(value: Any, path: str) -> int:
         x = int(x)
     if x < 0:
         raise _fail(path, f"must be {rule}, got {_show(x)}")
+    if x >= 2**63:
+        raise _fail(path, f"must be below 2^63, got {_show(x)}")
     return x
 
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hotshard.diagnose import CAUSES
-from hotshard.diagnose.engine import diagnose, pick_roles
+from hotshard.diagnose.engine import diagnose
 from hotshard.diagnose.evidence import BAND_FALSE_ALARM, load_spread
 from hotshard.observations import Observations
 from hotshard.profile.count import count_profile
@@ -116,7 +116,7 @@ def test_without_a_profile_or_test_it_still_finds_the_skew_and_says_what_is_miss
     d = diagnose(prod)
     assert d.top.cause == "key-skew" and d.top.verdict == "fits"
     co = d.finding("coordinated-omission")
-    assert co.verdict == "cannot judge" and any("--baseline" in m for m in co.missing)
+    assert co.verdict == "cannot judge" and any("load test" in m for m in co.missing)
     assert any(r.action == "Profile production's keys" for r in d.recommendations)
     assert any("no load test" in n for n in d.notes)
 
@@ -196,7 +196,8 @@ def test_hot_node_even_requests_one_shard_pays_more_cpu_per_request(rng):
     assert d.finding("key-skew").verdict == "contradicted"
     text = " ".join(d.top.evidence)
     assert "shard 9" in text and "in the load test" in text
-    assert any(r.action.startswith("Look at node") for r in d.recommendations)
+    assert any(r.action.startswith("Look at the node hosting shard 9")
+               for r in d.recommendations)
 
 
 def test_hot_node_one_machine_slow_on_all_its_shards(rng):
@@ -256,11 +257,17 @@ def test_missing_fields_give_cannot_judge_never_an_error():
         assert f.missing, f.cause
 
 
-def test_pick_roles_finds_production_whatever_the_order(incident):
-    prod, test, _ = incident
-    assert pick_roles([test, prod]) == (prod, test)
-    assert pick_roles([prod]) == (prod, None)
+def test_report_roles_find_production_and_skip_a_mitigated_run_for_baseline(incident):
+    from dataclasses import replace
 
+    from hotshard.report.runs import assign_roles
+
+    prod, test, _ = incident
+    fixed = replace(prod, label="production, mitigated",
+                    extra={"mitigations": {"split": 4, "coalesce": True}})
+    roles = assign_roles([fixed, test, prod])
+    assert roles.production is prod and roles.baseline is test
+    assert roles.mitigated == (fixed,)
 
 def test_swapped_arguments_are_put_right_with_a_note(incident):
     prod, test, profile = incident
@@ -288,3 +295,71 @@ def test_json_numbers_carry_the_measurements(incident):
     assert skew["uniform_band_max_over_mean"] < 1.1 < skew["max_over_mean"]
     net = next(f for f in d["ranking"] if f["cause"] == "network")["numbers"]
     assert net["cross_zone_rtt_ms"] == 1.1 and net["production_p99_ms"] == prod.latency_ms.p99
+
+
+# -- what a reviewer's hand-written files showed ------------------------------------------------
+def _cpu_only(cpus, **fields):
+    return Observations.from_dict({"format": "hotshard.observations/1", "label": "production",
+                                   "shards": [{"id": str(i), "cpu": c}
+                                              for i, c in enumerate(cpus)], **fields})
+
+
+def test_a_small_cpu_spread_is_neither_skew_nor_evenness():
+    """CPU moves by points whatever the keys: 50% against 40% proves nothing either way."""
+    for obs in (_cpu_only([0.5] + [0.4] * 7),
+                _cpu_only([0.45] + [0.4] * 63, rate_rps=3000, duration_s=600)):
+        f = diagnose(obs).finding("key-skew")
+        assert f.verdict == "cannot judge", f.evidence
+    assert diagnose(_cpu_only([0.41] * 8)).finding("key-skew").verdict == "contradicted"
+
+
+def test_too_few_requests_cannot_rule_key_skew_out(rng):
+    n = rng.multinomial(56, np.full(4, 0.25))
+    prod = Observations.from_dict({"format": "hotshard.observations/1", "label": "production",
+                                   "shards": [{"id": str(i), "requests": int(c)}
+                                              for i, c in enumerate(n)]})
+    d = diagnose(prod)
+    assert d.finding("key-skew").verdict == "cannot judge"
+    assert d.finding("no-hot-spot").verdict != "fits"
+    assert not any(r.action == "Keep uniform synthetic keys" for r in d.recommendations)
+
+
+def test_a_costly_key_is_not_a_slow_node(rng):
+    """Shard 3 pays 3x CPU per request in production but normal CPU per request when the
+    uniform test sends it other keys: the cost follows the keys."""
+    n_p, cpu_p = _even(rng, 3000)
+    n_t, cpu_t = _even(rng, 3000)
+    cpu_p[3] *= 3
+    prod = _obs("production", 3000, requests=n_p, cpu=cpu_p)
+    test = _obs("load test", 3000, requests=n_t, cpu=cpu_t, model="open",
+                key_generator="uniform")
+    f = diagnose(prod, test).finding("hot-node")
+    assert f.verdict == "contradicted" and "follows production's keys" in f.evidence[0]
+    same_keys = _obs("replay", 3000, requests=n_p, cpu=cpu_p, model="open",
+                     key_generator="profile")
+    assert diagnose(prod, same_keys).finding("hot-node").evidence[-1].find("load test") < 0
+
+
+def test_payload_judged_on_cpu_per_request(rng):
+    n_p, cpu_p = _even(rng, 3000, cost_ms=10.0)
+    n_t, cpu_t = _even(rng, 3000, cost_ms=5.0)
+    prod = _obs("production", 3000, requests=n_p, cpu=cpu_p, payload_bytes_mean=400,
+                latency_ms={"p99": 400})
+    test = _obs("load test", 3000, requests=n_t, cpu=cpu_t, model="open",
+                key_generator="uniform", payload_bytes_mean=200, latency_ms={"p99": 40})
+    f = diagnose(prod, test).finding("payload-size")
+    assert f.verdict == "fits" and "CPU per request grew 2.0" in " ".join(f.evidence)
+
+
+def test_zero_rtt_and_huge_counts_are_handled():
+    prod = Observations.from_dict({"format": "hotshard.observations/1", "label": "production",
+                                   "latency_ms": {"p99": 50},
+                                   "network": {"cross_zone_rtt_ms": 0}})
+    test = Observations.from_dict({"format": "hotshard.observations/1", "label": "test",
+                                   "model": "open", "latency_ms": {"p99": 40}})
+    assert diagnose(prod, test).finding("network").verdict in ("fits", "contradicted")
+    from hotshard.errors import ObservationsError
+
+    with pytest.raises(ObservationsError, match="below 2\\^63"):
+        Observations.from_dict({"format": "hotshard.observations/1", "label": "p",
+                                "shards": [{"id": "0", "requests": 10**400}]})

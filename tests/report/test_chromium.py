@@ -92,15 +92,17 @@ def _near(pixels: np.ndarray, colour: tuple[int, int, int], tolerance: int = 6) 
 def report(tmp_path_factory) -> Path:
     """The incident's report: load test, production, mitigated (20 simulated s each), the
     incident profile, and the diagnosis engine's verdict."""
-    from hotshard.diagnose.engine import diagnose, pick_roles
+    from hotshard.diagnose.engine import diagnose
     from hotshard.profile.model import Profile
     from hotshard.report.html import write_report
+    from hotshard.report.runs import assign_roles
     from hotshard.sim.scenarios import run_scenario
 
     runs = [run_scenario(name, duration=20, seed=1).to_observations()
             for name in ("incident-test", "incident-production", "incident-mitigated")]
     profile = Profile.load(ROOT / "examples" / "incident.profile.json")
-    production, baseline = pick_roles(runs)
+    roles = assign_roles(runs)
+    production, baseline = roles.production, roles.baseline
     verdict = diagnose(production, baseline, profile=profile)
     path = tmp_path_factory.mktemp("report") / "report.html"
     write_report(path, runs, profile=profile, diagnosis=verdict, production=production,

@@ -43,9 +43,10 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
           -o report.html
       hotshard report production.json loadtest.json -o report.html
     """
-    from hotshard.diagnose.engine import diagnose, pick_roles
+    from hotshard.diagnose.engine import diagnose
     from hotshard.observations import Observations
     from hotshard.report.html import check_report_path, write_report
+    from hotshard.report.runs import assign_roles
 
     check_report_path(output)  # before reading anything
     runs, problems = [], []
@@ -58,7 +59,8 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
         from hotshard.profile.model import Profile
 
         profile = Profile.load(profile_path)
-    production, baseline = pick_roles(runs)
+    roles = assign_roles(runs)  # one rule for the roles: the report's and the diagnosis'
+    production, baseline = roles.production, roles.baseline
     diagnosis = diagnose(production, baseline, profile=profile, partitioner=partitioner,
                          problems=problems)
     write_report(output, runs, profile=profile, partitioner=partitioner, shards=shards,

@@ -29,7 +29,8 @@ TYPICAL_CROSS_ZONE_RTT_MS = 1.0
 # set-up when connections are not reused): a gap beyond this many RTTs is not the hop's.
 HOP_ROUND_TRIPS = 3
 # Uniform keys over this many distinct keys are a "huge key space" for any cache.
-HUGE_KEY_SPACE = 1_000_000
+# (100 M keys: more than any per-process cache or page cache holds; 1 M would fit in a GB)
+HUGE_KEY_SPACE = 100_000_000
 # CPU per request on one shard at least this many times the median shard's means that shard's
 # machine is slow; below HOT_NODE_CLEAR it is busy only because it serves more requests.
 HOT_NODE_RATIO = 2.0
@@ -54,8 +55,8 @@ class Evidence:
 
     @property
     def even(self) -> bool:
-        """Production's load is within the uniform band."""
-        return self.spread is not None and not self.spread.outside
+        """Production's load is as even as uniform keys make it, with data enough to say."""
+        return self.spread is not None and self.spread.even
 
 
 # -- words --------------------------------------------------------------------------------------
@@ -84,10 +85,6 @@ def rps(x: float) -> str:
 
 def count(x: float) -> str:
     return f"{x:,.0f}"
-
-
-def _label(obs: Observations) -> str:
-    return repr(obs.label) if " " not in obs.label else f'"{obs.label}"'
 
 
 def _spread_words(s: LoadSpread, who: str) -> str:
@@ -163,14 +160,21 @@ def judge_key_skew(ev: Evidence) -> Finding:
     if slow is not None and slow[2] > 0 and slow[1] >= 3 * slow[2]:
         evidence.append(f"shard {slow[0]}'s p99 is {ms(slow[1])} against the median shard's "
                         f"{ms(slow[2])}: the latency lives where the load is")
-    if not s.outside:
-        return Finding("key-skew", "contradicted", min(0.95, 0.6 + 0.1 * s.shards ** 0.5),
+    if s.even:
+        # the narrower the band (the more requests), the firmer the rejection
+        firm = 1.0 if s.band_max_over_mean is None else min(
+            1.0, 0.1 / max(s.band_max_over_mean - 1, 1e-9))
+        return Finding("key-skew", "contradicted", 0.5 + 0.45 * firm,
                        (evidence[0] + ": production's load is as even as uniform keys make it",
                         *evidence[1:]))
-    if ev.cost is not None and ev.cost.ratio >= HOT_NODE_RATIO and s.basis == "cpu":
-        return Finding("key-skew", "contradicted", 0.7, (
-            *evidence, f"but the hot shard pays {times(ev.cost.ratio)} the median CPU per "
-                       "request: the cost, not the keys, makes it hot"))
+    if not s.outside:
+        why = ("too few requests to tell: uniform keys alone could put "
+               f"{times(s.band_max_over_mean)} the mean on one shard"
+               if s.basis == "requests" else
+               "a CPU spread this small is within what background work and measurement "
+               "move a shard's CPU")
+        return Finding("key-skew", "cannot judge", 0.4, (evidence[0], why, *evidence[1:]),
+                       ("per-shard requests over a longer window",))
     score = 1 - 0.5 / max(s.excess, 1.0)
     if s.basis == "cpu":
         score *= 0.85
@@ -185,7 +189,7 @@ def judge_coordinated_omission(ev: Evidence) -> Finding:
     if t is None:
         return Finding("coordinated-omission", "cannot judge", 0.3, (
             "no load test to judge: coordinated omission is a flaw of how a test measures",),
-            ("the load test's observations (--baseline) with its model and rate",))
+            ("the load test's observations, with its model and rate",))
     if t.model is None:
         return Finding("coordinated-omission", "cannot judge", 0.3, (
             "the load test does not say whether it ran open- or closed-loop",),
@@ -222,16 +226,19 @@ def judge_coordinated_omission(ev: Evidence) -> Finding:
     gap = _latency_gap(ev)
     if gap is not None:
         evidence.append(f"p99 {ms(gap[1])} in the test against {ms(gap[0])} in production")
-    if ev.even:
+    if ev.even and t_rate is not None and p_rate is not None:
         evidence.append("production's shards are evenly loaded "
                         f"({times(ev.spread.max_over_mean)} the mean at most), so the gap is in "
                         "how the test measured, not where keys landed")
-        return Finding("coordinated-omission", "fits",
-                       0.8 if (t_rate is not None and p_rate is not None) else 0.55,
-                       tuple(evidence))
+        return Finding("coordinated-omission", "fits", 0.8, tuple(evidence))
+    missing = []
+    if t_rate is None or p_rate is None:
+        missing.append("the achieved rate of both runs (a closed loop that omitted waits "
+                       "sent less than production)")
+    if not ev.even:
+        missing.append("per-shard requests in production, enough to show them even")
     return Finding("coordinated-omission", "cannot judge", 0.5, (
-        *evidence, "production's per-shard load is unknown, so a hot shard is not ruled out"),
-        ("per-shard requests or CPU in production",))
+        *evidence, "the evidence that would make it fit is incomplete"), tuple(missing))
 
 
 def judge_cache_warmth(ev: Evidence) -> Finding:
@@ -239,7 +246,7 @@ def judge_cache_warmth(ev: Evidence) -> Finding:
     if t is None:
         return Finding("cache-warmth", "cannot judge", 0.2, (
             "no load test to compare caches with",),
-            ("the load test's observations (--baseline) with cache_hit_rate",))
+            ("the load test's observations, with cache_hit_rate",))
     evidence: list[str] = []
     uniform = (t.key_generator or "").lower().startswith("uniform")
     inferred = None
@@ -257,8 +264,9 @@ def judge_cache_warmth(ev: Evidence) -> Finding:
                  f"{pct(p.cache_hit_rate)}")
         if diff <= 0.02:
             return Finding("cache-warmth", "contradicted", min(0.95, 0.6 + abs(diff)), (
-                words + ": its cache was colder, which made the test pessimistic on this axis, "
-                        "not optimistic", *evidence))
+                words + (": its cache was colder, which made the test pessimistic on this "
+                         "axis, not optimistic" if diff < 0 else
+                         ": no warmer than production's"), *evidence))
         reason = [words + ": the test's cache was warmer"]
         if ev.hot_shard:
             reason.append("a warm cache lowers latency on every shard; it does not explain "
@@ -268,6 +276,11 @@ def judge_cache_warmth(ev: Evidence) -> Finding:
     if inferred is not None and inferred[1] < p.cache_hit_rate:
         return Finding("cache-warmth", "contradicted", 0.8, (
             *evidence, "so the test's cache must have been colder than production's"))
+    if inferred is not None and inferred[1] > p.cache_hit_rate + 0.02:
+        return Finding("cache-warmth", "fits", 0.5 if ev.hot_shard else 0.7, (
+            *evidence, "so the test's cache must have been warmer than production's (its "
+                       "key space nearly fits the cache)"),
+            ("the test's measured cache_hit_rate would confirm it",))
     if uniform and t.distinct_keys and t.distinct_keys >= HUGE_KEY_SPACE:
         return Finding("cache-warmth", "contradicted", 0.65, (
             f"the test drew uniform keys over {count(t.distinct_keys)} keys: an LRU cache of C "
@@ -301,7 +314,8 @@ def judge_network(ev: Evidence) -> Finding:
         extra = gap[0] - gap[1]
         evidence.append(
             f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}: "
-            + (f"{ms(extra)} more, {times(extra / rtt)} {hop}" if extra > 0 else
+            + (f"{ms(extra)} more, {times(extra / rtt)} {hop}" if extra > 0 and rtt > 0 else
+               f"{ms(extra)} more, where the hop costs nothing measurable" if extra > 0 else
                f"no extra latency for a hop to explain ({hop})"))
     if ev.hot_shard:
         return Finding("network", "contradicted", 0.9, (
@@ -349,6 +363,19 @@ def judge_payload_size(ev: Evidence) -> Finding:
             ("payload_bytes_mean in production and in the load test",))
     if ratio <= 1.1:
         return Finding("payload-size", "contradicted", 0.8, tuple(evidence))
+    cost_p, cost_t = _cpu_per_request(p), _cpu_per_request(t)
+    if cost_p is not None and cost_t is not None and cost_t > 0:
+        # the direct evidence: CPU per request follows the bytes (latency near saturation
+        # grows far faster than the work, so it is no measure of the cost)
+        grew = cost_p / cost_t
+        evidence.append(f"CPU per request grew {times(grew)} (from {cost_t * 1000:.2f} to "
+                        f"{cost_p * 1000:.2f} ms of CPU)")
+        if ratio / 2 <= grew <= 2 * ratio and grew > 1.1:
+            return Finding("payload-size", "fits", 0.75, (
+                *evidence, "the work per request grew with the bytes, on every shard"))
+        return Finding("payload-size", "contradicted", 0.65, (
+            *evidence, f"{times(ratio)} the bytes did not change the work per request by as "
+                       "much"))
     gap = _latency_gap(ev)
     if gap is not None and gap[1] > 0:
         seen = gap[0] / gap[1]
@@ -365,16 +392,55 @@ def judge_payload_size(ev: Evidence) -> Finding:
                    ("latency_ms.p99 in both runs, to check the size of the effect",))
 
 
+def _cpu_per_request(obs: Observations | None) -> float | None:
+    """CPU-seconds per request over all shards (the busy fractions summed over the rate)."""
+    if obs is None:
+        return None
+    cpu, rate = obs.shard_cpu, rate_of(obs)
+    if cpu is None or not rate:
+        return None
+    return sum(cpu) / rate
+
+
+def _cost_ratio_of(obs: Observations, shard_id: str) -> float | None:
+    """``shard_id``'s CPU per request over the median shard's in ``obs``, when it says."""
+    cpu, req = obs.shard_cpu, obs.shard_requests
+    if cpu is None or req is None or min(req) <= 0:
+        return None
+    cost = np.asarray(cpu, float) / np.asarray(req, float)
+    median = float(np.median(cost))
+    ids = [s.id for s in obs.shards]
+    if median <= 0 or shard_id not in ids:
+        return None
+    return float(cost[ids.index(shard_id)] / median)
+
+
+def _other_keys(ev: Evidence) -> bool:
+    """The load test drew other keys than production's (uniform, zipf, ...): then a shard that
+    stays slow in it is slow whatever keys it holds."""
+    gen = (ev.baseline.key_generator or "").lower() if ev.baseline is not None else ""
+    return bool(gen) and gen not in ("profile", "production")
+
+
 def judge_hot_node(ev: Evidence) -> Finding:
     c = ev.cost
     tb = ev.baseline_cost
     evidence = []
-    if tb is not None and ev.baseline is not None and tb.ratio >= HOT_NODE_RATIO:
-        evidence.append(f"in the load test ({ev.baseline.key_generator or 'its'} keys) shard "
+    other = _other_keys(ev)
+    if tb is not None and other and tb.ratio >= HOT_NODE_RATIO:
+        evidence.append(f"in the load test ({ev.baseline.key_generator} keys) shard "
                         f"{tb.hottest.id} also paid {times(tb.ratio)} the median CPU per request")
+    if c is not None and c.ratio >= HOT_NODE_RATIO and other:
+        in_test = _cost_ratio_of(ev.baseline, c.hottest.id)
+        if in_test is not None and in_test <= HOT_NODE_CLEAR:
+            return Finding("hot-node", "contradicted", 0.8, (
+                f"shard {c.hottest.id} pays {times(c.ratio)} the median CPU per request in "
+                f"production but {times(in_test)} with the test's {ev.baseline.key_generator} "
+                "keys: the cost follows production's keys (a key whose requests cost more, "
+                "such as a huge history), not the machine",))
     if c is None:
         s = ev.spread
-        if s is not None and s.basis == "cpu" and ev.baseline_spread is not None \
+        if other and s is not None and s.basis == "cpu" and ev.baseline_spread is not None \
                 and ev.baseline_spread.outside and ev.baseline_spread.basis == "cpu" \
                 and ev.baseline_spread.hottest.id == s.hottest.id:
             return Finding("hot-node", "fits", 0.6, (
@@ -425,19 +491,21 @@ def judge_no_hot_spot(ev: Evidence) -> Finding:
                             "queries them together")
     if s is not None and s.basis == "requests":
         evidence.append(f"production's requests sit within the uniform band on every shard "
-                        f"({times(s.max_over_mean)} the mean at most)" if not s.outside else
+                        f"({times(s.max_over_mean)} the mean at most)" if s.even else
                         f"production's requests are {times(s.max_over_mean)} the mean on shard "
-                        f"{s.hottest.id}, beyond the uniform band")
+                        f"{s.hottest.id}, beyond the uniform band" if s.outside else
+                        f"production's {count(s.requests)} requests are too few to show how "
+                        "evenly keys spread")
     skewed_profile = shape is not None and not shape.near_uniform
     if skewed_profile or (s is not None and s.basis == "requests" and s.outside):
         why = ("a semantic hot spot exists: uniform synthetic keys would hide it"
                if skewed_profile else "production's own request spread rules it out")
         return Finding("no-hot-spot", "contradicted", 0.9, (*evidence, why))
-    if shape is None and (s is None or s.basis != "requests"):
+    if shape is None and (s is None or s.basis != "requests" or not s.even):
         return Finding("no-hot-spot", "cannot judge", 0.2, (
-            "neither a profile nor per-shard request counts say how keys are used",),
-            ("a profile of production's keys (--profile) or per-shard requests",))
-    score = 0.9 if (shape is not None and shape.near_uniform and s is not None) else 0.7
+            *evidence, "neither a profile nor enough per-shard requests say how keys are used"),
+            ("a profile of production's keys, or per-shard requests over a longer window",))
+    score = 0.9 if (shape is not None and s is not None and s.even) else 0.7
     return Finding("no-hot-spot", "fits", score, (
         *evidence, "no key concentrates traffic: uniform synthetic keys are right for this "
                    "store, and profile-driven keys would add nothing"))

@@ -19,7 +19,7 @@ from hotshard.observations import Observations
 from hotshard.profile.model import Profile
 from hotshard.profile.shape import profile_shape
 
-__all__ = ["DEFAULT_PARTITIONER", "diagnose", "pick_roles"]
+__all__ = ["DEFAULT_PARTITIONER", "diagnose"]
 
 # Kafka's default partitioner (murmur2 of the key bytes): the placement the incident's
 # chat-history store used, and predict's usual example; used for the what-ifs when neither the
@@ -34,25 +34,6 @@ def _is_production(obs: Observations) -> bool:
     gen = (obs.key_generator or "").lower()
     return gen == "production" or "production" in obs.label.lower() or (
         obs.model is None and gen in ("", "production"))
-
-
-def pick_roles(observations: Sequence[Observations]
-               ) -> tuple[Observations, Observations | None]:
-    """(production, load test) among several observations.
-
-    Production is the first that says so (key_generator "production", "production" in its
-    label, or no load model and no generator), else the first given; the load test is the
-    first other observation with a load model (open/closed) or a synthetic key generator,
-    else the first other one; None when only one was given.
-    """
-    items = list(observations)
-    if not items:
-        raise InputError("no observations given")
-    production = next((o for o in items if _is_production(o)), items[0])
-    others = [o for o in items if o is not production]
-    test = next((o for o in others if o.model is not None or (
-        o.key_generator or "production").lower() != "production"), None)
-    return production, test or (others[0] if others else None)
 
 
 def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None
@@ -100,7 +81,8 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
             if name is None:
                 name = DEFAULT_PARTITIONER
                 notes.append(f"the store's partitioner is not named: the what-ifs assume "
-                             f"{DEFAULT_PARTITIONER} placement (--partitioner to change)")
+                             f"{DEFAULT_PARTITIONER} placement (name the partitioner to "
+                             "change it)")
             try:
                 recs.extend(_what_ifs(ev.profile, name, s.shards, hot_cpu))
             except InputError as exc:
@@ -124,10 +106,14 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
                 f"key needs at least {sub} sub-partitions (time buckets) on distinct shards to "
                 "come down to the median, or its reads served from replicas or a cache"))
     if found["hot-node"] == "fits":
-        node = ev.cost.slow_node if ev.cost and ev.cost.slow_node else (
-            f"the one hosting shard {ev.cost.hottest.id}" if ev.cost else "the hot shard's node")
+        if ev.cost and ev.cost.slow_node:
+            node = f"node {ev.cost.slow_node}"
+        elif ev.cost:
+            node = f"the node hosting shard {ev.cost.hottest.id}"
+        else:
+            node = "the hot shard's node"
         recs.append(Recommendation(
-            f"Look at node {node}",
+            f"Look at {node}",
             "compare its CPU steal, disk latency and background jobs with its peers; move its "
             "shards elsewhere to confirm: a slow node follows the machine, a hot key follows "
             "the key"))
@@ -148,8 +134,8 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
                                    "so it pays the same hops as real clients"))
     if found["payload-size"] == "fits":
         recs.append(Recommendation("Draw payload sizes from production",
-                                   "hotshard profile --size-column records them; hotshard "
-                                   "generate --profile replays them"))
+                                   "hotshard profile --size COL records them; hotshard "
+                                   "generate PROFILE draws them"))
     if found["no-hot-spot"] == "fits":
         recs.append(Recommendation("Keep uniform synthetic keys",
                                    "no key concentrates traffic here: profiling buys nothing"))
@@ -206,7 +192,7 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         notes.append("production gives per-shard CPU but not requests: the spread is judged "
                      "on CPU, taken to follow requests")
     if baseline is None:
-        notes.append("no load test given (--baseline): the causes that compare the test with "
+        notes.append("no load test given: the causes that compare the test with "
                      "production cannot be judged")
     recs = _recommend(ev, found, partitioner, notes)
     return Diagnosis(production.label, baseline.label if baseline is not None else None,

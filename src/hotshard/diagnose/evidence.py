@@ -28,6 +28,14 @@ BAND_FALSE_ALARM = 0.001
 # thousands of requests; a CPU spread that uniform keys could produce only over fewer requests
 # than this is not noise.
 MIN_PLAUSIBLE_WINDOW_REQUESTS = 1000
+# CPU is not a count: background work, garbage collection and the sampling of a dashboard move
+# a shard's CPU by several points whatever the keys. A CPU spread says "hot shard" only when
+# the hottest shard is also at least this far above the median (1.5x, and 15 points), and
+# "even" only when it is within 10% of the mean; in between, CPU alone cannot judge.
+CPU_HOT_RATIO, CPU_HOT_POINTS, CPU_EVEN_RATIO = 1.5, 0.15, 1.1
+# A uniform band wider than this (too few requests: uniform keys alone could put 1.3x the
+# mean on one shard) cannot rule key skew out.
+WIDE_BAND = 1.3
 
 
 def rate_of(obs: Observations) -> float | None:
@@ -65,7 +73,8 @@ class LoadSpread:
     requests: float | None  # the count the band was computed for
     keys: float | None
     requests_needed: float | None
-    outside: bool
+    outside: bool  # beyond anything uniform keys produce (and, on CPU, beyond CPU noise)
+    even: bool  # as even as uniform keys make it, with enough data to say so
 
     @property
     def excess(self) -> float:
@@ -83,11 +92,18 @@ def _z(shards: int) -> float:
 
 def _band(shards: int, requests: float, keys: float | None) -> float:
     """Top of the uniform band for max/mean: a shard's share of requests under uniform keys
-    has variance p(1 - p)(1/K + 1/N) (which keys it owns, then which requests hit them)."""
+    has variance p(1 - p)(1/K + 1/N) (which keys it owns, then which requests hit them). The
+    request part alone is binomial, whose upper tail the normal approximation understates at
+    small counts: the band is the wider of the two."""
+    from scipy.stats import binom
+
     p = 1.0 / shards
     inv_keys = 0.0 if not keys else 1.0 / keys
     sd = math.sqrt(p * (1 - p) * (inv_keys + 1.0 / max(requests, 1.0)))
-    return 1.0 + _z(shards) * sd / p
+    normal = 1.0 + _z(shards) * sd / p
+    n = max(int(round(requests)), 1)
+    exact = float(binom.isf(BAND_FALSE_ALARM / shards, n, p)) / (n * p)
+    return max(normal, exact)
 
 
 def load_spread(obs: Observations) -> LoadSpread | None:
@@ -114,13 +130,19 @@ def load_spread(obs: Observations) -> LoadSpread | None:
     if requests is not None:
         band = _band(k, requests, keys)
         outside = mom > band
+        even = not outside and band <= WIDE_BAND
     else:
         band = None
         p = 1.0 / k
         needed = (_z(k) ** 2 * (1 - p) / p / (mom - 1) ** 2) if mom > 1 else math.inf
         outside = needed < MIN_PLAUSIBLE_WINDOW_REQUESTS
+        even = False
+    if basis == "cpu":
+        beyond_noise = mod >= CPU_HOT_RATIO and arr[hot] - median >= CPU_HOT_POINTS
+        outside = outside and beyond_noise
+        even = mom <= CPU_EVEN_RATIO
     return LoadSpread(basis, k, obs.shards[hot], float(arr[hot] / arr.sum()), mom, mod, median,
-                      band, requests, keys, needed, outside)
+                      band, requests, keys, needed, outside, even)
 
 
 @dataclass(frozen=True, slots=True)

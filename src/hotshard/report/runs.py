@@ -123,10 +123,12 @@ def _pick_production(items: Sequence[Observations]) -> Observations:
     rules = (lambda o: o.key_generator == "production",
              lambda o: "production" in o.label.lower(),
              lambda o: o.model is None and not _marked(o))
-    for rule in rules:
-        for obs in items:
-            if rule(obs):
-                return obs
+    plain = [o for o in items if not _marked(o)]  # a run with mitigations is not production
+    for candidates in (plain, items):
+        for rule in rules:
+            for obs in candidates:
+                if rule(obs):
+                    return obs
     return items[0]
 
 
