@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
+from hotshard.diagnose.causes import ms, times
 from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
@@ -78,13 +79,12 @@ def _pct(x: float, digits: int | None = None) -> str:
 
 
 def _ms(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
+    """Milliseconds as the diagnosis writes them (the same numbers read the same)."""
+    return "n/a" if x is None else ms(x)
 
 
 def _times(x: float) -> str:
-    return f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+    return times(x)
 
 
 def _note(text: str) -> str:
