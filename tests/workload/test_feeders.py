@@ -24,7 +24,6 @@ from hotshard.errors import InputError
 from hotshard.workload.generate import plan_workload, verify_file
 from hotshard.workload.messages import (
     GenerationPlan,
-    check_verifiable,
     estimate_output_bytes,
     format_for_path,
     format_note,
@@ -216,14 +215,16 @@ def test_a_csv_feeder_file_verifies_like_the_parquet_file(tmp_path):
     parquet, feeder = tmp_path / "run.parquet", tmp_path / "keys.csv"
     write_events(plan, str(parquet), fmt="parquet")
     write_events(plan, str(feeder), fmt="csv-feeder")
-    check_verifiable(str(feeder))
     by_feeder, by_parquet = verify_file(orm, str(feeder)), verify_file(orm, str(parquet))
     assert by_feeder.passed
     assert by_feeder.to_dict() == by_parquet.to_dict()
 
 
-def test_a_k6_array_is_not_verified_but_explained(int_plan, tmp_path):
-    path = tmp_path / "keys.json"
-    write_events(int_plan, str(path), fmt="k6")
-    with pytest.raises(InputError, match="k6 key array.*as Parquet"):
-        check_verifiable(str(path))
+def test_a_k6_array_verifies_like_the_parquet_file(tmp_path):
+    orm = trace_profile("orm-busy")
+    plan = plan_workload(profile=orm, dist=None, events=int(orm.events), seed=3)
+    parquet, k6 = tmp_path / "run.parquet", tmp_path / "keys.json"
+    write_events(plan, str(parquet), fmt="parquet")
+    write_events(plan, str(k6), fmt="k6")
+    by_k6, by_parquet = verify_file(orm, str(k6)), verify_file(orm, str(parquet))
+    assert by_k6.passed and by_k6.to_dict() == by_parquet.to_dict()

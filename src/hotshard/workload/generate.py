@@ -219,7 +219,8 @@ def _read_key_counts(path: str, skip_ms: Sequence[Sequence[int]] = ()
     con = duckdb.connect()
     try:
         cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
-        if "channel_id" not in cols:
+        key = "channel_id" if "channel_id" in cols else "key" if fmt == "key_array" else None
+        if key is None:
             raise InputError(f"{path} has no channel_id column: not a hotshard generate output")
         where = ""
         if skip_ms:
@@ -229,7 +230,7 @@ def _read_key_counts(path: str, skip_ms: Sequence[Sequence[int]] = ()
             where = "WHERE NOT (" + " OR ".join(
                 f"(epoch_ms(timestamp) >= {int(a)} AND epoch_ms(timestamp) < {int(b)})"
                 for a, b in skip_ms) + ")"
-        res = con.execute(f"SELECT CAST(channel_id AS VARCHAR) AS k, count(*) AS n FROM {src} "
+        res = con.execute(f"SELECT CAST({key} AS VARCHAR) AS k, count(*) AS n FROM {src} "
                           f"{where} GROUP BY ALL").fetchnumpy()
     except duckdb.Error as exc:
         raise InputError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None

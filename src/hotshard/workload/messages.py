@@ -30,7 +30,7 @@ from hotshard.workload import DEFAULT_USERS, FORMATS
 from hotshard.workload.scenario import Arrivals, HotEvent
 
 __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
-           "check_verifiable", "format_for_path", "format_note", "message_sizes", "write_events"]
+           "format_for_path", "format_note", "message_sizes", "write_events"]
 
 # Typical chat message bytes; used when the profile has no size quantiles.
 DEFAULT_SIZE_QUANTILES = {"0.5": 120.0, "0.9": 300.0, "0.99": 900.0}
@@ -366,25 +366,6 @@ def format_note(output: str, fmt: str | None = None) -> str | None:
         return (f"{output} is written as JSON lines (one object per line); for k6's "
                 "SharedArray (one JSON array of keys) choose the k6 format")
     return None
-
-
-def check_verifiable(path: str) -> None:
-    """Refuse a file that holds keys only as a k6 array: it cannot be verified as it is.
-
-    Raises
-    ------
-    InputError
-        ``path`` is a JSON array (the k6 format), naming what to verify instead.
-    """
-    try:
-        with open(path, "rb") as handle:
-            start = handle.read(64).lstrip()
-    except OSError:
-        return  # verify_file reports an unreadable file itself
-    if start.startswith(b"["):
-        raise InputError(f"{path} is a k6 key array, which verify does not read: generate the "
-                         "same run (same profile, options and seed) as Parquet and verify "
-                         "that; it holds the very same keys in the same order")
 
 
 SIZE_SAMPLE_ROWS = 1 << 16
