@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hotshard._atomic import atomic_write, check_writable
 from hotshard.compare.diff import KeyMove, ProfileDiff
-from hotshard.report.rank_frequency import image_format
+from hotshard.report.rank_frequency import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -122,11 +121,4 @@ def plot_diff(d: ProfileDiff, path: str | os.PathLike[str], *, keys: int = 10,
     InputError
         The file name is not .png, .svg or .pdf, or the file cannot be written.
     """
-    fmt = image_format(path)
-    check_writable(path)  # fail before drawing
-    import matplotlib
-
-    matplotlib.use("Agg")
-    fig = diff_figure(d, keys=keys, title=title)
-    with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format=fmt)
+    save_figure(path, lambda: diff_figure(d, keys=keys, title=title))

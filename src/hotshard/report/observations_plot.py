@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hotshard._atomic import atomic_write, check_writable
 from hotshard.errors import InputError
 from hotshard.observations import Observations
-from hotshard.report.rank_frequency import image_format
+from hotshard.report.rank_frequency import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -218,11 +217,4 @@ def plot_observations(obs: Observations | Sequence[Observations], path: str | os
         The file name is not .png, .svg or .pdf, the file cannot be written, or ``obs`` is
         an empty sequence.
     """
-    fmt = image_format(path)
-    check_writable(path)  # fail before drawing
-    import matplotlib
-
-    matplotlib.use("Agg")
-    fig = observations_figure(obs, title=title)
-    with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format=fmt)
+    save_figure(path, lambda: observations_figure(obs, title=title))

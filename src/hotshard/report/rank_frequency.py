@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +16,8 @@ from hotshard.profile.powerlaw import DiscretePowerLaw
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency", "rank_frequency_figure"]
+__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency", "rank_frequency_figure",
+           "save_figure"]
 
 IMAGE_FORMATS = ("png", "svg", "pdf")
 
@@ -84,9 +86,11 @@ def rank_frequency_figure(profile: Profile, *, title: str | None = None) -> Figu
     return fig
 
 
-def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
-                        title: str | None = None) -> None:
-    """Draw the rank-frequency curve on log-log axes; write PNG, SVG or PDF atomically.
+def save_figure(path: str | os.PathLike[str], draw: Callable[[], Figure]) -> None:
+    """Write the figure ``draw`` returns to ``path`` (PNG, SVG or PDF by its name), atomically.
+
+    The name and the directory are checked before drawing, so a wrong path costs no drawing
+    and a failed write leaves no file. The one way every ``plot_*`` here writes an image.
 
     Raises
     ------
@@ -98,6 +102,18 @@ def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
     import matplotlib
 
     matplotlib.use("Agg")
-    fig = rank_frequency_figure(profile, title=title)
+    fig = draw()
     with atomic_write(path, "wb") as handle:
         fig.savefig(handle, format=fmt)
+
+
+def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
+                        title: str | None = None) -> None:
+    """Draw the rank-frequency curve on log-log axes; write PNG, SVG or PDF atomically.
+
+    Raises
+    ------
+    InputError
+        The file name is not .png, .svg or .pdf, or the file cannot be written.
+    """
+    save_figure(path, lambda: rank_frequency_figure(profile, title=title))
