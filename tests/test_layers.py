@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "hotshard"
 
 # bottom to top; a package may import its own layer (one way) and any layer below it
 LAYERS = [
-    {"errors", "observations", "_atomic", "_files", "_threads", "__init__"},
+    {"errors", "observations", "_atomic", "_files", "_format", "_threads", "__init__"},
     {"profile"},
     {"shards", "workload"},
     {"sim", "cluster", "compare"},

@@ -151,7 +151,7 @@ def test_production_hot_shard_sentence_has_the_computed_numbers(full, production
     share = counts[HOT] / counts.sum()
     ratio = share / (1 / N)  # over the mean shard's share
     words = _text(_section(full, "shards"))
-    from hotshard.diagnose.causes import times
+    from hotshard._format import times
 
     assert (f"Shard {HOT} carries {100 * share:.1f}% of the {counts.sum():,.0f} requests in "
             f"production, {times(ratio)} the mean shard") in words
@@ -168,7 +168,7 @@ def test_uniform_band_is_the_multinomial_band_with_the_key_count(full, productio
     share = production.shard_requests[HOT] / total
     verdict = "far above" if share > 2 * top else "above" if share > top else "within"
     words = _text(_section(full, "shards"))
-    from hotshard.diagnose.causes import times
+    from hotshard._format import times
 
     assert (f"in production, {times(share / p)} the mean shard; {verdict} the {100 * top:.2f}% "
             "uniform keys could give the busiest shard for as many requests over 20,000 keys"

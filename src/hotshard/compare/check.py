@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 from hotshard.profile.shape import ProfileShape, profile_shape
@@ -158,15 +159,6 @@ class CheckReport:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def _pct(x: float) -> str:
-    v = 100 * x
-    if v == 0 or v >= 10:
-        return f"{v:.0f}%"
-    if v >= 1:
-        return f"{v:.1f}%"
-    return f"{v:.{min(6, 1 - math.floor(math.log10(v)))}f}%"
-
-
 def _grade(value: float, fail: float, warn: float) -> Verdict:
     return "fail" if value < fail else "warn" if value < warn else "pass"
 
@@ -261,18 +253,18 @@ def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
         verdict = "fail"
     elif hidden:
         verdict = max(verdict, "warn", key=_ORDER.__getitem__)
-    msg = (f"the test puts {_pct(coverage)} of production's head traffic ({len(keys)} keys, "
-           f"{_pct(head_total)} of all requests) on the same keys at up to their production "
-           f"share; a faithful test of {test.events:,.0f} events reaches {_pct(faithful)} by "
+    msg = (f"the test puts {pct(coverage)} of production's head traffic ({len(keys)} keys, "
+           f"{pct(head_total)} of all requests) on the same keys at up to their production "
+           f"share; a faithful test of {test.events:,.0f} events reaches {pct(faithful)} by "
            f"chance ({ratio:.2f}x of it)")
     if bounded:
         msg += (f"; {bounded} keys are outside the test profile's head and counted at up to its "
                 f"largest tail count ({tc.bound:,.0f})")
     if hidden:
-        top = ", ".join(f"{k} ({_pct(p)} in production, {_pct(s)} in the test)"
+        top = ", ".join(f"{k} ({pct(p)} in production, {pct(s)} in the test)"
                         for k, p, s in hidden[:3])
         msg += (f"; it hides {len(hidden)} hot key{'s' * (len(hidden) != 1)} carrying "
-                f"{_pct(hidden_share)} of production: {top}")
+                f"{pct(hidden_share)} of production: {top}")
     return Check("head-coverage", verdict, msg, numbers), hidden
 
 
@@ -294,9 +286,9 @@ def _top_shares(test: Profile, prod: Profile, t: Thresholds, *, low_matters: boo
                "production_top1pct": ps["top1pct"], "test_top10": ts["top10"],
                "production_top10": ps["top10"], "ratio_top1pct": ratios["top1pct"],
                "ratio_top10": ratios["top10"]}
-    msg = (f"the top {n_top:,.0f} keys (production's top 1%) carry {_pct(ts['top1pct'])} of the "
-           f"test against {_pct(ps['top1pct'])} of production ({ratios['top1pct']:.2f}x); the "
-           f"top 10 {_pct(ts['top10'])} against {_pct(ps['top10'])} ({ratios['top10']:.2f}x)")
+    msg = (f"the top {n_top:,.0f} keys (production's top 1%) carry {pct(ts['top1pct'])} of the "
+           f"test against {pct(ps['top1pct'])} of production ({ratios['top1pct']:.2f}x); the "
+           f"top 10 {pct(ts['top10'])} against {pct(ps['top10'])} ({ratios['top10']:.2f}x)")
     if verdict == "fail":
         msg += ": the test spreads what production concentrates"
     elif high > t.share_high_warn:
@@ -383,8 +375,8 @@ def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | 
         h_t = _lru_hit(test, cache_size, n, k_t)
         h_p = _lru_hit(prod, cache_size, n, k_p)
         numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p)
-        msg += (f"; an LRU cache of {cache_size:,} entries hits {_pct(h_t)} of the test and "
-                f"{_pct(h_p)} of production over as many requests (Che's approximation, "
+        msg += (f"; an LRU cache of {cache_size:,} entries hits {pct(h_t)} of the test and "
+                f"{pct(h_p)} of production over as many requests (Che's approximation, "
                 "first-time misses included)")
         gap = h_t - h_p
         if gap > t.cache_fail and cache_can_fail:
@@ -411,12 +403,12 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
                "test_max_over_mean": q.max_over_mean, "uniform_band_high": p.uniform_high,
                "test_share_of_production_hot_shard": float(q.shares[p.hottest])}
     msg = (f"on {partitioner.spec}: production's hottest shard, {p.hottest}, carries "
-           f"{_pct(p_hot)} ({p.max_over_mean:.2f}x the mean); the test's hottest, shard "
-           f"{q.hottest}, {_pct(q_hot)} ({q.max_over_mean:.2f}x)")
+           f"{pct(p_hot)} ({p.max_over_mean:.2f}x the mean); the test's hottest, shard "
+           f"{q.hottest}, {pct(q_hot)} ({q.max_over_mean:.2f}x)")
     hotter = q_hot > t.share_high_warn * p_hot and q_hot > q.uniform_high
     if p_hot <= p.uniform_high:
         msg += (f"; production has no hot shard (within the uniform band, at most "
-                f"{_pct(p.uniform_high)})")
+                f"{pct(p.uniform_high)})")
         if hotter:
             return Check("hot-shard", "warn", msg + ": the test heats a shard production "
                          "never does (pessimistic)", numbers), None
@@ -425,10 +417,10 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
     numbers["ratio"] = ratio
     verdict = _grade(ratio, t.shard_fail, t.shard_warn)
     hot = None
-    msg += (f"; the test puts {_pct(numbers['test_share_of_production_hot_shard'])} on "
+    msg += (f"; the test puts {pct(numbers['test_share_of_production_hot_shard'])} on "
             f"production's hot shard {p.hottest} ({ratio:.2f}x production's share)")
     if verdict == "fail":
-        keys = ", ".join(f"{k} ({_pct(s)})" for k, s in p.hottest_keys[:3])
+        keys = ", ".join(f"{k} ({pct(s)})" for k, s in p.hottest_keys[:3])
         msg += (f": the test would hide hot shard {p.hottest} (its keys in production: "
                 f"{keys})")
         hot = {"shard": p.hottest, "production_share": p_hot,
@@ -459,18 +451,18 @@ def _test_hot_key(test: Profile, t: Thresholds) -> Check:
     key = test.head_keys[0] if test.head_keys else "-"
     if p_value < HIDDEN_P and share >= t.hidden_key_fail:
         return Check("test-hot-key", "warn", f"the test's busiest key {key} carries "
-                     f"{_pct(share)} of its events ({top:,.0f} against {lam:.1f} on average): "
+                     f"{pct(share)} of its events ({top:,.0f} against {lam:.1f} on average): "
                      "a hot spot production does not have (pessimistic)", numbers)
-    return Check("test-hot-key", "pass", f"the test's busiest key carries {_pct(share)} of its "
+    return Check("test-hot-key", "pass", f"the test's busiest key carries {pct(share)} of its "
                  f"events ({top:,.0f} against {lam:.1f} on average): within what uniform keys "
                  "give", numbers)
 
 
 def _no_hot_spot(shape: ProfileShape) -> str:
     words = (f"production has no semantic hot spot: its busiest key carries "
-             f"{_pct(shape.top1_share)} of events")
+             f"{pct(shape.top1_share)} of events")
     if not math.isnan(shape.top1pct_vs_uniform):
-        words += (f" and its top 1% of keys {_pct(shape.top1pct_share)} "
+        words += (f" and its top 1% of keys {pct(shape.top1pct_share)} "
                   f"({shape.top1pct_vs_uniform:.2f}x their fair share)")
     if shape.uuid_keys:
         words += "; its keys are random identifiers (UUID-like)"

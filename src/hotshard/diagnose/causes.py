@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hotshard._format import count, ms, pct, rps, times
 from hotshard.diagnose.evidence import CostSpread, LoadSpread, rate_of, uniform_cache_hit
 from hotshard.diagnose.model import Finding
 from hotshard.observations import Observations
@@ -60,33 +61,6 @@ class Evidence:
 
 
 # -- words --------------------------------------------------------------------------------------
-def pct(x: float) -> str:
-    """A share in percent with the digits it needs (7.0%, 1.48%, 0.0015%)."""
-    v = 100 * x
-    if v == 0 or v >= 10:
-        return f"{v:.0f}%"
-    if v >= 1:
-        return f"{v:.1f}%"
-    digits = min(6, 1 - math.floor(math.log10(v)))
-    return f"{v:.{digits}f}%"
-
-
-def ms(x: float) -> str:
-    return f"{x:,.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
-
-
-def times(x: float) -> str:
-    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 2 else f"{x:.2f}x"
-
-
-def rps(x: float) -> str:
-    return f"{x:,.0f} req/s"
-
-
-def count(x: float) -> str:
-    return f"{x:,.0f}"
-
-
 def _spread_words(s: LoadSpread, who: str) -> str:
     """One sentence: the hottest shard against the uniform band."""
     if s.basis == "requests":

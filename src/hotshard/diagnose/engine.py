@@ -11,7 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from hotshard.diagnose.causes import JUDGES, Evidence, finding_numbers, pct, rps, times
+from hotshard._format import pct, rps, times
+from hotshard.diagnose.causes import JUDGES, Evidence, finding_numbers
 from hotshard.diagnose.evidence import cost_spread, load_spread, rate_of
 from hotshard.diagnose.model import Diagnosis, Recommendation
 from hotshard.errors import InputError

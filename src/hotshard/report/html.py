@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
-from hotshard.diagnose.causes import ms, times
+from hotshard._format import ms, times
 from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
