@@ -163,14 +163,28 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
     assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets
 
 
+def _xadd_once(client, key: str) -> tuple:
+    """One XADD through ``client`` (redirections followed), then the client closed."""
+    import asyncio
+
+    from hotshard.cluster.resp import encode_command
+
+    async def write() -> tuple:
+        try:
+            return await client.call(key, encode_command(["XADD", key, "*", "a", "b"]))
+        finally:
+            await client.aclose()
+
+    return asyncio.run(write())
+
+
 def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     """Reshard one slot under a client that loaded the old map: its command is redirected
     (MOVED), it follows, updates its map, and reports no error."""
-    import asyncio
 
     import redis
 
-    from hotshard.cluster.resp import RespCluster, encode_command
+    from hotshard.cluster.resp import RespCluster
 
     state = cluster(3)
     key = "chat:{moving}"
@@ -185,13 +199,7 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     for a in admin:  # move the (empty) slot: every node is told its new owner
         a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
 
-    async def write() -> tuple:
-        try:
-            return await client.call(key, encode_command(["XADD", key, "*", "a", "b"]))
-        finally:
-            await client.aclose()
-
-    error, _ = asyncio.run(write())
+    error, _ = _xadd_once(client, key)
     assert error is None and client.redirects >= 1
     assert client.node_of(key) == f"{state.host}:{target_port}"
     assert redis.Redis(host=state.host, port=target_port).xlen(key) == 1
@@ -201,11 +209,10 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
     """Mid-migration (source MIGRATING, target IMPORTING), a key the source no longer has is
     answered with ASK: the client sends ASKING then the command to the target, once, without
     changing its map (the slot still belongs to the source)."""
-    import asyncio
 
     import redis
 
-    from hotshard.cluster.resp import RespCluster, encode_command
+    from hotshard.cluster.resp import RespCluster
 
     state = cluster(3)
     key = "chat:{asked}"
@@ -222,13 +229,7 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
     admin[target_port].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
     admin[source_port].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
 
-    async def write() -> tuple:
-        try:
-            return await client.call(key, encode_command(["XADD", key, "*", "a", "b"]))
-        finally:
-            await client.aclose()
-
-    error, _ = asyncio.run(write())
+    error, _ = _xadd_once(client, key)
     assert error is None and client.redirects >= 1
     assert client.node_of(key) == source  # ASK is one-off: the map is unchanged
     # the stream was created on the importing node, not on the source (asking the source
