@@ -192,6 +192,24 @@ def reset(url: str) -> None:
 
 
 @contextlib.contextmanager
+def serving_in_thread(server):
+    """An in-process ``socketserver`` server serving from a thread; yielded once it accepts
+    connections, shut down and closed on exit."""
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(server.server_address, timeout=5):
+            pass  # accepting
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@contextlib.contextmanager
 def run_server(kind: str = "fast", *, stall_after_s: float = 1.5, stall_s: float = 1.0,
                timeout: float = 20.0) -> Iterator[str]:
     """A server of ``kind`` ("fast" or "stall") in a subprocess on a free loopback port;

@@ -32,6 +32,7 @@ import pytest
 from hotshard.drive.keys import load_keys
 from hotshard.drive.schedule import Schedule
 from tests.conftest import ROOT
+from tests.drive._servers import serving_in_thread
 
 if importlib.util.find_spec("locust") is None:  # never import it here: it patches the stdlib
     pytest.skip("locust is not installed (pip install hotshard[locust])",
@@ -85,17 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def target():
-    server = _Target()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with socket.create_connection(server.server_address, timeout=5):
-            pass  # accepting
+    with serving_in_thread(_Target()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def _free_port() -> int:

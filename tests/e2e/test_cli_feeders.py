@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, run_cli
+from tests.drive._servers import serving_in_thread
 
 K6_SCRIPT = ROOT / "examples" / "k6" / "script.js"
 LOCUSTFILE = ROOT / "examples" / "feeder_locustfile.py"
@@ -175,17 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def target():
-    server = _Target()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with socket.create_connection(server.server_address, timeout=5):
-            pass  # accepting
+    with serving_in_thread(_Target()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def _in_order_from_the_top(seen: list[str], keys: list[str], slack: int) -> None:
