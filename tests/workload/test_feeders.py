@@ -209,22 +209,13 @@ def test_a_json_name_without_a_format_gets_a_note():
         assert format_note(output, fmt) is None
 
 
-def test_a_csv_feeder_file_verifies_like_the_parquet_file(tmp_path):
+@pytest.mark.parametrize("fmt, name", [("csv-feeder", "keys.csv"), ("k6", "keys.json")])
+def test_a_feeder_file_verifies_like_the_parquet_file(tmp_path, fmt, name):
     orm = trace_profile("orm-busy")
     plan = plan_workload(profile=orm, dist=None, events=int(orm.events), seed=3)
-    parquet, feeder = tmp_path / "run.parquet", tmp_path / "keys.csv"
+    parquet, feeder = tmp_path / "run.parquet", tmp_path / name
     write_events(plan, str(parquet), fmt="parquet")
-    write_events(plan, str(feeder), fmt="csv-feeder")
+    write_events(plan, str(feeder), fmt=fmt)
     by_feeder, by_parquet = verify_file(orm, str(feeder)), verify_file(orm, str(parquet))
     assert by_feeder.passed
     assert by_feeder.to_dict() == by_parquet.to_dict()
-
-
-def test_a_k6_array_verifies_like_the_parquet_file(tmp_path):
-    orm = trace_profile("orm-busy")
-    plan = plan_workload(profile=orm, dist=None, events=int(orm.events), seed=3)
-    parquet, k6 = tmp_path / "run.parquet", tmp_path / "keys.json"
-    write_events(plan, str(parquet), fmt="parquet")
-    write_events(plan, str(k6), fmt="k6")
-    by_k6, by_parquet = verify_file(orm, str(k6)), verify_file(orm, str(parquet))
-    assert by_k6.passed and by_k6.to_dict() == by_parquet.to_dict()
