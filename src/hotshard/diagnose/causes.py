@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from hotshard._format import count, ms, pct, rps, times
-from hotshard.diagnose.evidence import CostSpread, LoadSpread, rate_of, uniform_cache_hit
+from hotshard.diagnose.evidence import (
+    CostSpread,
+    LoadSpread,
+    cost_ratios,
+    rate_of,
+    uniform_cache_hit,
+)
 from hotshard.diagnose.model import Finding
 from hotshard.observations import Observations
 from hotshard.profile.model import Profile
@@ -378,16 +384,11 @@ def _cpu_per_request(obs: Observations | None) -> float | None:
 
 def _cost_ratio_of(obs: Observations, shard_id: str) -> float | None:
     """``shard_id``'s CPU per request over the median shard's in ``obs``, when it says."""
-    cpu, req = obs.shard_cpu, obs.shard_requests
-    if cpu is None or req is None or min(req) <= 0:
-        return None
-    cost = np.asarray(cpu, float) / np.asarray(req, float)
-    median = float(np.median(cost))
+    ratios = cost_ratios(obs)
     ids = [s.id for s in obs.shards]
-    if median <= 0 or shard_id not in ids:
+    if ratios is None or shard_id not in ids:
         return None
-    return float(cost[ids.index(shard_id)] / median)
-
+    return float(ratios[ids.index(shard_id)])
 
 def _other_keys(ev: Evidence) -> bool:
     """The load test drew other keys than production's (uniform, zipf, ...): then a shard that

@@ -17,8 +17,8 @@ from scipy.stats import norm
 from hotshard.observations import Observations, ShardObservation
 from hotshard.profile.model import Profile
 
-__all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "cost_spread", "load_spread",
-           "rate_of", "uniform_cache_hit"]
+__all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "cost_ratios", "cost_spread",
+           "load_spread", "rate_of", "uniform_cache_hit"]
 
 # Family-wise false-alarm rate of the uniform band: the chance that uniform keys push *any* of
 # the k shards above the band's top is at most this (Bonferroni over shards), so an observed
@@ -156,17 +156,25 @@ class CostSpread:
     slow_node_ratio: float | None
 
 
+def cost_ratios(obs: Observations) -> np.ndarray | None:
+    """Each shard's CPU per request over the median shard's, in shard order; None without
+    per-shard CPU and requests (every shard with some) or when the median shard costs 0."""
+    cpu, req = obs.shard_cpu, obs.shard_requests
+    if cpu is None or req is None or min(req) <= 0:
+        return None
+    cost = np.asarray(cpu, float) / np.asarray(req, float)
+    median = float(np.median(cost))
+    return cost / median if median > 0 else None
+
+
 def cost_spread(obs: Observations) -> CostSpread | None:
     """Per-request CPU of the CPU-hottest shard against the median; None without both per-shard
     CPU and requests."""
-    cpu, req = obs.shard_cpu, obs.shard_requests
-    if cpu is None or req is None or min(req) <= 0 or sum(req) == 0:
+    ratios = cost_ratios(obs)
+    if ratios is None:
         return None
-    cpu_a, req_a = np.asarray(cpu, float), np.asarray(req, float)
-    cost = cpu_a / req_a
-    median = float(np.median(cost))
-    if median <= 0:
-        return None
+    cpu_a = np.asarray(obs.shard_cpu, float)
+    req_a = np.asarray(obs.shard_requests, float)
     hot = int(np.argmax(cpu_a))
     slow_node, slow_ratio = None, None
     nodes: dict[str, list[int]] = {}
@@ -175,10 +183,10 @@ def cost_spread(obs: Observations) -> CostSpread | None:
             nodes.setdefault(shard.node, []).append(i)
     if len(nodes) >= 2:
         for node, members in nodes.items():
-            ratio = float(np.min(cost[members]) / median)
+            ratio = float(np.min(ratios[members]))
             if len(members) >= 2 and ratio >= 2 and (slow_ratio is None or ratio > slow_ratio):
                 slow_node, slow_ratio = node, ratio
-    return CostSpread(obs.shards[hot], float(cost[hot] / median),
+    return CostSpread(obs.shards[hot], float(ratios[hot]),
                       float(req_a[hot] / req_a.sum()), slow_node, slow_ratio)
 
 
