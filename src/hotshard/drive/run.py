@@ -126,7 +126,7 @@ async def _one(target: Any, recorder: Recorder, shards: _Shards, data: bytes, ke
         sent = written - (asyncio.get_running_loop().time() - clock())  # loop time -> ours
         error = None if 200 <= status < 400 else f"http {status}"
     except TransportError as e:
-        header, error = None, e.kind
+        header, error = e.shard, e.kind
     done = clock()
     state["inflight"] -= 1
     recorder.record(intended=intended, sent=sent, done=done, shard=shards.of(key, header),

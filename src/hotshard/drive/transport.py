@@ -27,11 +27,14 @@ MAX_OPENING = 16  # connections being opened at once
 
 
 class TransportError(Exception):
-    """A request failed below HTTP (refused, reset, timed out); ``kind`` names it."""
+    """A request failed (refused, reset, timed out, an error reply); ``kind`` names it, and
+    ``shard`` is the shard or node it was sent to when the target knows (a Redis Cluster
+    always does), so a frozen node's timeouts land in that node's row."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, shard: str | None = None) -> None:
         super().__init__(kind)
         self.kind = kind
+        self.shard = shard
 
 
 @dataclass(frozen=True)
