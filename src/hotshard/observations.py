@@ -292,6 +292,7 @@ def _latency(value: Any, path: str) -> Latency:
 _SHARD_SPEC: dict[str, Callable[[Any, str], Any]] = {
     "id": _text, "node": _text, "cpu": _fraction, "requests": _count, "rate_rps": _nonneg,
     "p50_ms": _nonneg, "p99_ms": _nonneg, "cache_hit_rate": _fraction, "queue_depth": _nonneg,
+    "errors": _count,
 }
 
 
@@ -318,6 +319,9 @@ class ShardObservation:
         Fraction of the shard's reads served from cache, in [0, 1].
     queue_depth : float or None
         Mean number of requests waiting at the shard.
+    errors : int or None
+        Requests to this shard that failed (included in ``requests``; its latency
+        percentiles are of the others).
     extra : dict
         Fields this version does not know, kept so a round trip loses nothing.
 
@@ -336,6 +340,7 @@ class ShardObservation:
     p99_ms: float | None = None
     cache_hit_rate: float | None = None
     queue_depth: float | None = None
+    errors: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -396,11 +401,44 @@ def _network(value: Any, path: str) -> dict[str, Any]:
     return out
 
 
+def _flag(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(path, f"must be true or false, {_got(value)}")
+    return value
+
+
+_ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished")
+
+
+def _errors(value: Any, path: str) -> dict[str, Any]:
+    """The failures of a run: ``share`` (required) of ``attempted`` requests that failed, were
+    dropped or never finished, by kind, with their own latency."""
+    out = _json_object(value, path)
+    if out.get("share") is None:
+        raise _fail(f"{path}.share", "is missing: the fraction of requests that failed, "
+                                     "e.g. 0.63")
+    out["share"] = _fraction(out["share"], f"{path}.share")
+    if out.get("max_error_rate") is not None:
+        out["max_error_rate"] = _fraction(out["max_error_rate"], f"{path}.max_error_rate")
+    for name in _ERRORS_COUNTS:
+        if out.get(name) is not None:
+            out[name] = _count(out[name], f"{path}.{name}")
+    kinds = out.get("by_kind")
+    if kinds is not None:
+        if not isinstance(kinds, Mapping):
+            raise _fail(f"{path}.by_kind", f"must be an object of kind -> count, {_got(kinds)}")
+        out["by_kind"] = {k: _count(v, f"{path}.by_kind.{k}") for k, v in kinds.items()}
+    if out.get("latency_ms") is not None:
+        out["latency_ms"] = Latency.from_dict(out["latency_ms"],
+                                              where=f"{path}.latency_ms").to_dict()
+    return out
+
+
 _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
     "label": _text, "rate_rps": _positive, "achieved_rps": _nonneg, "duration_s": _positive,
     "model": _model, "key_generator": _text, "latency_ms": _latency, "service_time_ms": _latency,
     "shards": _shards, "cache_hit_rate": _fraction, "payload_bytes_mean": _nonneg,
-    "distinct_keys": _count, "network": _network,
+    "distinct_keys": _count, "network": _network, "errors": _errors, "valid": _flag,
 }
 
 
@@ -443,6 +481,15 @@ class Observations:
         Number of distinct keys touched.
     network : dict or None
         Network facts such as ``cross_zone_rtt_ms``; other keys are kept as given.
+    errors : dict or None
+        The run's failures: ``share`` of the ``attempted`` requests that ``failed``, were
+        ``dropped`` or ``unfinished``, ``by_kind`` counts, the failures' own ``latency_ms``
+        and the ``max_error_rate`` the run was held to. ``latency_ms`` above is of
+        successes only.
+    valid : bool or None
+        False when the run's measurements do not describe the target under load (its error
+        share exceeded the limit): ``diagnose`` and ``report`` then leave its latency out and
+        say why. None (absent) means valid.
     extra : dict
         Top-level fields this version does not know, kept so a round trip loses nothing.
 
@@ -467,6 +514,8 @@ class Observations:
     payload_bytes_mean: float | None = None
     distinct_keys: int | None = None
     network: dict[str, Any] | None = None
+    errors: dict[str, Any] | None = None
+    valid: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -580,6 +629,31 @@ class Observations:
             raise ObservationsError(f"{path}: {exc if str(exc) else first}") from None
 
     # -- views for diagnosis ---------------------------------------------------------------------
+    @property
+    def is_valid(self) -> bool:
+        """False only when the run was marked invalid (``valid: false``)."""
+        return self.valid is not False
+
+    @property
+    def invalid_reason(self) -> str | None:
+        """Why the run is invalid, in words; None for a valid run."""
+        if self.is_valid:
+            return None
+        e = self.errors or {}
+        if e.get("share") is None:
+            return f"{self.label!r} is marked invalid"
+        limit = e.get("max_error_rate")
+        return (f"{self.label!r} is not a valid run: {100 * e['share']:.1f}% of its requests "
+                "failed" + (f" (limit {100 * limit:g}%)" if limit is not None else ""))
+
+    def without_latency(self) -> Observations:
+        """A copy with every latency left out (run and shards): what an invalid run's
+        evidence is worth, since its percentiles describe a failing system."""
+        import dataclasses
+
+        shards = tuple(dataclasses.replace(s, p50_ms=None, p99_ms=None) for s in self.shards)
+        return dataclasses.replace(self, latency_ms=None, service_time_ms=None, shards=shards)
+
     @property
     def shard_cpu(self) -> tuple[float, ...] | None:
         """Every shard's CPU fraction in shard order; None unless all shards report it."""

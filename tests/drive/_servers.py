@@ -12,6 +12,10 @@ Control paths (not counted, never stalled): ``GET /__stats`` -> ``{"count": n, "
     python -m tests.drive._servers --kind fast --port 8080
     python -m tests.drive._servers --kind stall --port 8080 --stall-after-s 1.5 --stall-s 1
 
+``silent`` accepts connections and never answers (a hung listener); ``dies`` is ``fast`` until
+``stall_after_s`` seconds after its first ``/channels/`` request, then exits (a killed gateway:
+connections reset, new ones refused).
+
 ``run_server(kind, **opts)`` starts one on a free 127.0.0.1 port, waits until it accepts a TCP
 connection, yields its URL and kills it (by the pid it started) on the way out.
 """
@@ -62,6 +66,7 @@ class _State:
         self.stall_after_s = stall_after_s
         self.stall_s = stall_s
         self.window: tuple[float, float] | None = None  # set at the first counted request
+        self.die_after_s: float | None = None  # "dies": exit this long after the first
 
     def release_at(self, now: float) -> float | None:
         """When a request arriving at ``now`` may be answered (None: at once)."""
@@ -114,6 +119,8 @@ class _Http(asyncio.Protocol):
     def _answer(self, path: str) -> bytes:
         if path.startswith("/channels/"):
             key = path.split("/", 3)[2].split("?", 1)[0]
+            if self.state.count == 0 and self.state.die_after_s is not None:
+                asyncio.get_running_loop().call_later(self.state.die_after_s, os._exit, 0)
             self.state.count += 1
             self.state.keys[key] += 1
             return _RESPONSES[shard_of(key)]
@@ -144,10 +151,22 @@ class _Http(asyncio.Protocol):
         self.held.clear()
 
 
-async def _serve(port: int, stall_after_s: float | None, stall_s: float) -> None:
+class _Silent(asyncio.Protocol):
+    """Accepts the connection, reads everything, never answers (a hung listener)."""
+
+    def data_received(self, data: bytes) -> None:
+        pass
+
+
+async def _serve(port: int, stall_after_s: float | None, stall_s: float,
+                 kind: str = "fast") -> None:
     state = _State(stall_after_s, stall_s)
+    if kind == "dies":
+        state.die_after_s = stall_after_s
+        state.stall_after_s = None
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Http(state), "127.0.0.1", port, backlog=4096,
+    factory = _Silent if kind == "silent" else (lambda: _Http(state))
+    server = await loop.create_server(factory, "127.0.0.1", port, backlog=4096,
                                       reuse_address=True)
     async with server:
         await server.serve_forever()
@@ -155,14 +174,15 @@ async def _serve(port: int, stall_after_s: float | None, stall_s: float) -> None
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kind", choices=("fast", "stall"), default="fast")
+    parser.add_argument("--kind", choices=("fast", "stall", "silent", "dies"), default="fast")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--stall-after-s", type=float, default=1.5)
     parser.add_argument("--stall-s", type=float, default=1.0)
     args = parser.parse_args(argv)
     stall_after = args.stall_after_s if args.kind == "stall" else None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.port, stall_after, args.stall_s))
+        asyncio.run(_serve(args.port, args.stall_after_s if args.kind == "dies"
+                           else stall_after, args.stall_s, args.kind))
 
 
 # -- the test side ------------------------------------------------------------------------------
@@ -212,8 +232,8 @@ def serving_in_thread(server):
 @contextlib.contextmanager
 def run_server(kind: str = "fast", *, stall_after_s: float = 1.5, stall_s: float = 1.0,
                timeout: float = 20.0) -> Iterator[str]:
-    """A server of ``kind`` ("fast" or "stall") in a subprocess on a free loopback port;
-    yields ``http://127.0.0.1:PORT`` once it accepts connections; killed on exit."""
+    """A server of ``kind`` ("fast", "stall", "silent" or "dies") in a subprocess on a free
+    loopback port; yields ``http://127.0.0.1:PORT`` once it accepts connections; killed on exit."""
     for _attempt in range(3):  # the free port can be taken between probe and bind: retry
         port = free_port()
         proc = subprocess.Popen(

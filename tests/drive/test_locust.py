@@ -154,7 +154,8 @@ def test_two_workers_send_the_schedule_and_the_master_merges_their_histograms(ta
     seen = list(target.seen)
     assert drive["interrupted"] is False and locust["unfinished"] == 0
     assert drive["completed"] == len(seen) == drive["ok"]
-    assert drive["errors"] == {} and drive["dropped"] == 0
+    assert doc["errors"]["by_kind"] == {} and drive["dropped"] == 0
+    assert doc["errors"]["share"] == 0 and doc["valid"] is True
 
     # exactly the schedule's requests: its count, its keys, its reads and writes, split by share
     per_share, keys, reads, writes = _expected(rate, duration, seed, 2)

@@ -46,6 +46,11 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
 @click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards, with --partitioner.")
 @click.option("--timeout", type=Seconds(), default=30.0, show_default=True,
               help="A request slower than this counts as a timeout error.")
+@click.option("--max-error-rate", type=click.FloatRange(0, 100), default=1.0,
+              show_default=True, metavar="PCT",
+              help="Percent of requests that may fail (errors, drops at --max-inflight, "
+                   "unfinished) before the run is invalid: a warning first, valid: false in "
+                   "the observations, exit status 3.")
 @click.option("--label", default="load test", show_default=True,
               help="The observations' label (what was observed).")
 @click.option("-o", "--output", metavar="OBS.json",
@@ -56,7 +61,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
 @click.option("--quiet", "-q", is_flag=True, help="No live progress.")
 def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_template,
           write_template, max_inflight, processes, closed_users, partitioner, shards, timeout,
-          label, output, hlog, as_json, quiet):
+          max_error_rate, label, output, hlog, as_json, quiet):
     """Drive load at URL (http://, https://, or redis-cluster://HOST:PORT) on an absolute
     schedule, measuring latency honestly.
 
@@ -66,6 +71,16 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
     and dispatch lag (how late the driver sent) is reported, with a warning when the driver
     itself was the bottleneck. Per shard: from the X-Shard header, or --partitioner; CPU per
     shard from /stats when the target is `hotshard serve`.
+
+    Failures are counted apart, by kind (connection refused, timeout, http 503, redis
+    CLUSTERDOWN...), with their own timing and in their shard's row; latency percentiles are
+    of successes. A run where more than --max-error-rate percent of the requests failed is
+    invalid: the summary's first line says so, the observations carry valid: false (diagnose
+    and report leave its latency out) and the exit status is 3.
+
+    \b
+    Exit status: 0 a valid run; 2 bad input or an unreachable target (nothing was run);
+    3 the run finished but too many requests failed.
 
     \b
     Examples:
@@ -100,8 +115,13 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
     for path in (output, hlog):
         if path:
             check_writable(path)
-    from hotshard.drive.breakdown import driver_warnings, summary, to_observations
-    from hotshard.drive.run import DriveConfig
+    from hotshard.drive.breakdown import (
+        driver_warnings,
+        invalid_warning,
+        summary,
+        to_observations,
+    )
+    from hotshard.drive.run import EXIT_INVALID_RUN, DriveConfig
     from hotshard.drive.run import drive as run_drive
 
     try:
@@ -110,7 +130,8 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
                              read_ratio=read_ratio, read=read_template, write=write_template,
                              max_inflight=max_inflight, processes=processes,
                              closed_users=closed_users, timeout=timeout,
-                             partitioner=(partitioner, shards) if partitioner else None)
+                             partitioner=(partitioner, shards) if partitioner else None,
+                             max_error_rate=max_error_rate / 100.0)
     except HotshardError as e:
         raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
     live = _Live(enabled=not quiet and not as_json)
@@ -128,10 +149,14 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
         warn(message)
     if output:
         write_json(output, observations.to_dict())
-        note(f"wrote {output}")
+        note(f"wrote {output}" + ("" if observations.is_valid else " (marked valid: false)"))
     if hlog:
         result.recorder.write_hlog(hlog, result.start_epoch)
         note(f"wrote {hlog} (HdrHistogram interval log)")
+    if not observations.is_valid:
+        if as_json:  # the summary's first line was not printed: say it where a person looks
+            warn(invalid_warning(observations.errors or {}).removeprefix("WARNING: "))
+        raise click.exceptions.Exit(EXIT_INVALID_RUN)
 
 
 class _Live:

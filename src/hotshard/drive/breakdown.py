@@ -14,7 +14,8 @@ from hotshard.drive.record import percentiles_ms
 from hotshard.drive.run import DriveResult
 from hotshard.observations import Latency, Observations, ShardObservation
 
-__all__ = ["LAG_WARN_MS", "RATE_SHORTFALL", "driver_warnings", "summary", "to_observations"]
+__all__ = ["LAG_WARN_MS", "RATE_SHORTFALL", "driver_warnings", "error_block", "invalid_warning",
+           "run_is_valid", "summary", "to_observations"]
 
 RATE_SHORTFALL = 0.01  # achieved dispatch rate more than 1% under target: generator-bound
 LAG_WARN_MS = 5.0      # dispatch lag p99 above this: requests left late, the driver was busy
@@ -49,13 +50,15 @@ def driver_warnings(result: DriveResult) -> list[str]:
     out = []
     rec = result.recorder
     config = result.config
-    if config.model == "open" and not result.interrupted:
-        scheduled, last_due = config.schedule().extent()
-        behind = rec.last_sent - last_due
-        if result.sent + rec.dropped < scheduled or behind > RATE_SHORTFALL * config.duration:
-            out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled requests "
-                       f"and finished sending {max(0.0, behind):.2f} s late: its achieved "
-                       "rate was below target (add --processes or lower --rps)")
+    if config.model == "open":
+        if not result.interrupted:  # an interrupted run was never meant to send them all
+            scheduled, last_due = config.schedule().extent()
+            behind = rec.last_sent - last_due
+            if result.sent + rec.dropped < scheduled or \
+                    behind > RATE_SHORTFALL * config.duration:
+                out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled "
+                           f"requests and finished sending {max(0.0, behind):.2f} s late: its "
+                           "achieved rate was below target (add --processes or lower --rps)")
         lag_p99 = rec.lag.get_value_at_percentile(99) / 1000.0 if rec.lag.get_total_count() \
             else 0.0
         if lag_p99 > LAG_WARN_MS:
@@ -69,6 +72,31 @@ def driver_warnings(result: DriveResult) -> list[str]:
         out.append(f"{rec.overflow:,} latencies were above the histogram's 1-hour range "
                    "(counted at the top)")
     return out
+
+
+def error_block(result: DriveResult) -> dict[str, Any]:
+    """The run's failures for the observations' ``errors``: every arrival that did not get a
+    successful answer (an error, an arrival dropped at --max-inflight, a request still out when
+    the run ended) over every arrival that was due."""
+    rec = result.recorder
+    unfinished = max(0, result.sent - rec.completed)
+    attempted = result.sent + rec.dropped
+    failed = rec.failed + rec.dropped + unfinished
+    block: dict[str, Any] = {
+        "share": failed / attempted if attempted else 1.0, "attempted": attempted,
+        "failed": rec.failed, "dropped": rec.dropped, "unfinished": unfinished,
+        "by_kind": dict(rec.errors.most_common()),
+        "max_error_rate": result.config.max_error_rate}
+    lat = percentiles_ms(rec.error_latency)
+    if lat:
+        block["latency_ms"] = lat
+    return block
+
+
+def run_is_valid(errors: dict[str, Any]) -> bool:
+    """Whether a run with this ``error_block`` measured the target: something was sent and
+    no more than the allowed share failed."""
+    return errors["attempted"] > 0 and errors["share"] <= errors["max_error_rate"]
 
 
 def to_observations(result: DriveResult, label: str) -> Observations:
@@ -93,7 +121,10 @@ def to_observations(result: DriveResult, label: str) -> Observations:
             id=name, node=node_of.get(name), requests=tally.requests if tally else 0,
             rate_rps=(tally.requests / result.wall_s) if tally else 0.0,
             p50_ms=lat["p50"] if lat else None, p99_ms=lat["p99"] if lat else None,
-            cpu=min(1.0, cpu[name]["cpu"]) if name in cpu else None, extra=extra))
+            cpu=min(1.0, cpu[name]["cpu"]) if name in cpu else None,
+            errors=tally.errors if tally else None,
+            extra={**extra, "error_kinds": dict(tally.error_kinds)}
+            if tally and tally.error_kinds else extra))
     latency = percentiles_ms(rec.latency)
     service = percentiles_ms(rec.service)
     completed = rec.completed
@@ -102,35 +133,49 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         "arrivals": config.arrivals if config.model == "open" else None,
         "closed_users": config.closed_users, "processes": config.processes,
         "ramp_s": config.ramp, "sent": result.sent, "completed": completed,
-        "ok": rec.ok, "errors": dict(rec.errors), "dropped": rec.dropped,
+        "ok": rec.ok, "dropped": rec.dropped,
         "overflow": rec.overflow, "reads": rec.reads, "writes": rec.writes,
         "dispatch_lag_ms": percentiles_ms(rec.lag), "interrupted": result.interrupted,
         "read": config.read, "write": config.write, "warnings": driver_warnings(result),
         "node_commands": {sid: s["commands"] for sid, s in
                           ((str(s["id"]), s) for s in after.get("shards", []))
                           if "commands" in s} or None}}
+    errors = error_block(result)
     return Observations(
         label=label, rate_rps=config.rate if config.model == "open" else None,
-        achieved_rps=completed / result.wall_s, duration_s=result.wall_s, model=config.model,
+        achieved_rps=rec.ok / result.wall_s, duration_s=result.wall_s, model=config.model,
         key_generator=result.key_generator,
         latency_ms=Latency(**latency) if latency else None,
         service_time_ms=Latency(**service) if service else None, shards=tuple(shards),
         payload_bytes_mean=(rec.payload_bytes / rec.writes) if rec.writes else None,
-        distinct_keys=len(rec.keys) or None, extra=extra)
+        distinct_keys=len(rec.keys) or None, errors=errors, valid=run_is_valid(errors),
+        extra=extra)
 
 
 def summary(result: DriveResult, observations: Observations) -> list[str]:
     """Plain-text summary lines (the CLI prints them)."""
     rec = result.recorder
     d = observations.extra["drive"]
-    lines = [f"{observations.model} loop, {result.key_generator} keys, "
-             f"{result.wall_s:.1f} s: sent {result.sent:,}, completed {d['completed']:,} "
+    e = observations.errors or error_block(result)
+    lines = []
+    if not observations.is_valid:
+        lines.append(invalid_warning(e))
+    lines += [f"{observations.model} loop, {result.key_generator} keys, "
+             f"{result.wall_s:.1f} s" + (f" of {result.config.duration:g} s (interrupted)"
+                                        if result.interrupted else "")
+             + f": sent {result.sent:,}, succeeded {rec.ok:,} "
              f"({observations.achieved_rps:,.0f}/s"
              + (f" of {result.config.rate:,.0f}/s target)" if result.config.model == "open"
                 else ")")
-             + (f", errors {sum(rec.errors.values()):,} "
-                f"({', '.join(f'{k}: {v}' for k, v in rec.errors.most_common(4))})"
-                if rec.errors else ", no errors")]
+             + (f", failed {100 * e['share']:.1f}%"
+                if e["share"] else ", no errors")]
+    if rec.errors:
+        kinds = ", ".join(f"{k} {v:,}" for k, v in rec.errors.most_common(6))
+        lines.append(f"  errors {rec.failed:,}: {kinds}")
+    for name, n in (("dropped at --max-inflight", rec.dropped),
+                    ("unfinished at the end", e["unfinished"])):
+        if n:
+            lines.append(f"  {name} {n:,}")
 
     def row(name: str, lat: Latency | dict | None) -> str:
         if lat is None:
@@ -141,13 +186,29 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
 
     lines.append(row("latency (intended)", observations.latency_ms))
     lines.append(row("service time (sent)", observations.service_time_ms))
+    if rec.errors:
+        lines.append(row("failures (intended)", e.get("latency_ms")))
     lines.append(row("dispatch lag", d["dispatch_lag_ms"]))
     if observations.shards:
-        lines.append("  shard   requests      p99 ms   CPU")
+        lines.append("  shard   requests      p99 ms   CPU    errors")
         total = sum(s.requests or 0 for s in observations.shards) or 1
         for s in sorted(observations.shards, key=lambda s: -(s.requests or 0)):
             cpu = f"{100 * s.cpu:5.0f}%" if s.cpu is not None else "     -"
             p99 = f"{s.p99_ms:10.2f}" if s.p99_ms is not None else "         -"
+            failed = ""
+            if s.errors:
+                kinds = s.extra.get("error_kinds") or {}
+                top = ", ".join(f"{k} {v:,}" for k, v in
+                                sorted(kinds.items(), key=lambda kv: -kv[1])[:2])
+                failed = f"  {s.errors:,} ({100 * s.errors / max(1, s.requests or 0):.0f}%" \
+                         + (f": {top})" if top else ")")
             lines.append(f"  {s.id:>5} {s.requests:>10,} ({100 * (s.requests or 0) / total:4.1f}%)"
-                         f" {p99} {cpu}")
+                         f" {p99} {cpu}{failed}")
     return lines
+
+
+def invalid_warning(errors: dict[str, Any]) -> str:
+    """The summary's first line for a run that failed too often."""
+    return (f"WARNING: invalid run: {100 * errors['share']:.1f}% of {errors['attempted']:,} "
+            f"requests failed (--max-error-rate {100 * errors['max_error_rate']:g}%); the "
+            "latency below is of the successes only and does not describe the target")

@@ -68,7 +68,13 @@ from locust.exception import CatchResponseError
 
 from hotshard.drive.keys import KeySource, load_keys
 from hotshard.drive.record import Recorder
-from hotshard.drive.run import DriveConfig, DriveResult, _stats
+from hotshard.drive.run import (
+    EXIT_INVALID_RUN,
+    MAX_ERROR_RATE,
+    DriveConfig,
+    DriveResult,
+    _stats,
+)
 from hotshard.drive.schedule import ARRIVALS
 from hotshard.drive.transport import parse_template
 from hotshard.errors import HotshardError, InputError
@@ -129,6 +135,13 @@ def _seed(text: str) -> int:
     return value
 
 
+def _percent(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 100:
+        raise InputError(f"must be a percent in [0, 100], got {text!r}")
+    return value
+
+
 def _ratio(text: str) -> float:
     value = float(text)
     if not 0 <= value <= 1:
@@ -174,6 +187,9 @@ def add_arguments(parser: Any) -> None:
            "(default 1000)", type=_converter(_count), default=1000)
     option("timeout", "seconds before a request counts as a timeout (default 30)",
            type=_converter(_positive), default=30.0)
+    option("max-error-rate", "percent of requests that may fail before the run is invalid "
+           f"(valid: false, exit status {EXIT_INVALID_RUN}; default 1)",
+           type=_converter(_percent), default=100 * MAX_ERROR_RATE)
     option("out", "write the merged hotshard.observations/1 JSON here", default=None)
     option("hlog", "write the merged HdrHistogram interval log here", default=None)
     option("label", "the observations' label (default 'locust')", default="locust")
@@ -201,7 +217,9 @@ def config_from_options(options: Any, host: str | None) -> tuple[DriveConfig, Ke
         ramp=float(options.hotshard_ramp), seed=int(options.hotshard_seed),
         read_ratio=options.hotshard_read_ratio, read=options.hotshard_read,
         write=options.hotshard_write, max_inflight=int(options.hotshard_max_inflight),
-        timeout=float(options.hotshard_timeout))
+        timeout=float(options.hotshard_timeout),
+        max_error_rate=float(getattr(options, "hotshard_max_error_rate",
+                                     100 * MAX_ERROR_RATE)) / 100.0)
     parse_template(config.read, "read")
     parse_template(config.write, "write")
     return config, load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
@@ -627,6 +645,12 @@ class _Node:
         if not workers:
             logger.error("hotshard: error: no workers connected; sending no load")
             return
+        try:
+            dataclasses.replace(config, processes=len(workers)).check_schedulable()
+        except HotshardError as e:
+            logger.error("hotshard: error: %s (here: one process per worker); sending no load",
+                         e)
+            return
         self.runs += 1
         self.gatherer = Gatherer(config, len(workers), key_generator=keys.generator,
                                  start_epoch=time.time() + LEAD_S, run=self.runs)
@@ -663,12 +687,17 @@ class _Node:
         result, extra = gatherer.result(after=_stats(gatherer.config.url))
         options = self.env.parsed_options
         try:
-            _, lines = write_outputs(result, extra, label=options.hotshard_label,
+            observations, lines = write_outputs(result, extra, label=options.hotshard_label,
                                      out=options.hotshard_out, hlog=options.hotshard_hlog)
         except HotshardError as e:
             logger.error("hotshard: error: %s", e)
             return
         logger.info("hotshard: merged HdrHistograms\n%s", "\n".join(lines))
+        if not observations.is_valid:
+            from hotshard.drive.breakdown import invalid_warning
+
+            logger.error("hotshard: %s", invalid_warning(observations.errors or {}))
+            self.env.process_exit_code = EXIT_INVALID_RUN  # Locust exits with it
         if gatherer is self.gatherer:
             self._end_run()
 

@@ -1,12 +1,16 @@
 """Latency recording in HdrHistograms: mergeable across processes, never a list of samples.
 
-Three histograms per run (microseconds, 1 µs to 1 hour, 3 significant digits): latency from the
+Histograms per run (microseconds, 1 µs to 1 hour, 3 significant digits): latency from the
 *intended* send time (what a user waiting on the schedule saw: no coordinated omission),
 service time from the actual send, and dispatch lag (actual send minus intended: how far the
-driver itself fell behind). Per shard (from ``X-Shard`` or the partitioner) a count and a
-latency histogram. A value above the range is recorded at the top of the range and counted in
-``overflow``, never dropped. Interval histograms (one per second) feed ``--hlog``, the standard
-HdrHistogram interval log.
+driver itself fell behind). Latency and service time are of *successes* only: a refused
+connection fails in microseconds, and mixing those instants in would make a dead target look
+fast. Failures are counted by kind, with their own histogram of time to failure (a timeout
+shows there as the timeout). Per shard (from ``X-Shard``, the node a Redis command went to, or
+the partitioner) the requests, the failures by kind and the successes' latency. A value above
+the range is recorded at the top of the range and counted in ``overflow``, never dropped.
+Interval histograms (one per second, of successes) feed ``--hlog``, the standard HdrHistogram
+interval log.
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ def percentiles_ms(hist: HdrHistogram) -> dict[str, float] | None:
 
 @dataclass
 class ShardTally:
-    requests: int = 0
+    requests: int = 0                  # sent to this shard, failed or not
     errors: int = 0
-    latency: HdrHistogram = field(default_factory=_histogram)
+    latency: HdrHistogram = field(default_factory=_histogram)  # successes only
+    error_kinds: Counter[str] = field(default_factory=Counter)
 
 
 class Recorder:
@@ -62,6 +67,7 @@ class Recorder:
         self.latency = _histogram()
         self.service = _histogram()
         self.lag = _histogram()
+        self.error_latency = _histogram()  # intended time to failure
         self.shards: dict[str, ShardTally] = {}
         self.errors: Counter[str] = Counter()
         self.ok = 0
@@ -72,6 +78,7 @@ class Recorder:
         self.payload_bytes = 0
         self.keys: set[str] = set()
         self.last_sent = 0.0      # latest actual send, seconds from start
+        self.stopped_at: float | None = None  # when an interrupted run stopped sending
         self.interval_s = interval_s
         self._interval = _histogram()
         self._interval_index = 0
@@ -89,9 +96,12 @@ class Recorder:
         """One request. Times are seconds on the driver's monotonic clock (from run start)."""
         self.rotate(done)
         self.last_sent = max(self.last_sent, sent)
-        self._value(self.latency, done - intended)
-        self._value(self._interval, done - intended)
-        self._value(self.service, done - sent)
+        if error:
+            self._value(self.error_latency, done - intended)
+        else:
+            self._value(self.latency, done - intended)
+            self._value(self._interval, done - intended)
+            self._value(self.service, done - sent)
         self._value(self.lag, max(0.0, sent - intended))
         if is_read:
             self.reads += 1
@@ -105,9 +115,11 @@ class Recorder:
             if tally is None:
                 tally = self.shards[shard] = ShardTally()
             tally.requests += 1
-            self._value(tally.latency, done - intended)
             if error:
                 tally.errors += 1
+                tally.error_kinds[error] += 1
+            else:
+                self._value(tally.latency, done - intended)
         if error:
             self.errors[error] += 1
         else:
@@ -139,7 +151,12 @@ class Recorder:
 
     @property
     def completed(self) -> int:
-        return self.ok + sum(self.errors.values())
+        """Requests that came back, as a success or a failure."""
+        return self.ok + self.failed
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
 
     # -- across processes ----------------------------------------------------------------------
     def encode(self) -> dict[str, Any]:
@@ -147,28 +164,33 @@ class Recorder:
         self.finish()
         return {"latency": self._encoded(self.latency), "service": self._encoded(self.service),
                 "lag": self._encoded(self.lag),
-                "shards": {s: [t.requests, t.errors, self._encoded(t.latency)]
+                "error_latency": self._encoded(self.error_latency),
+                "shards": {s: [t.requests, t.errors, self._encoded(t.latency),
+                               dict(t.error_kinds)]
                            for s, t in self.shards.items()},
                 "errors": dict(self.errors), "ok": self.ok, "dropped": self.dropped,
                 "overflow": self.overflow, "reads": self.reads, "writes": self.writes,
                 "payload_bytes": self.payload_bytes, "keys": sorted(self.keys),
-                "last_sent": self.last_sent,
+                "last_sent": self.last_sent, "stopped_at": self.stopped_at,
                 "intervals": self.intervals, "interval_s": self.interval_s}
 
     def merge(self, encoded: dict[str, Any]) -> None:
         """Add another process's ``encode()`` into this recorder."""
-        for name in ("latency", "service", "lag"):
+        for name in ("latency", "service", "lag", "error_latency"):
             getattr(self, name).decode_and_add(encoded[name])
-        for shard, (requests, errors, hist) in encoded["shards"].items():
+        for shard, (requests, errors, hist, kinds) in encoded["shards"].items():
             tally = self.shards.setdefault(shard, ShardTally())
             tally.requests += requests
             tally.errors += errors
             tally.latency.decode_and_add(hist)
+            tally.error_kinds.update(kinds)
         self.errors.update(encoded["errors"])
         for name in ("ok", "dropped", "overflow", "reads", "writes", "payload_bytes"):
             setattr(self, name, getattr(self, name) + encoded[name])
         self.keys.update(encoded["keys"])
         self.last_sent = max(self.last_sent, encoded["last_sent"])
+        stops = [t for t in (self.stopped_at, encoded.get("stopped_at")) if t is not None]
+        self.stopped_at = max(stops) if stops else None
         self.intervals.extend((int(i), h) for i, h in encoded["intervals"])
 
     def merged_intervals(self) -> list[tuple[int, HdrHistogram]]:
