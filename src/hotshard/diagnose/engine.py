@@ -175,6 +175,9 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         into "cannot judge" verdicts naming what is missing.
     """
     notes: list[str] = []
+    warnings: list[str] = []
+    production = _usable(production, warnings)
+    baseline = _usable(baseline, warnings)
     if baseline is not None and not _is_production(production) and _is_production(baseline):
         production, baseline = baseline, production
         notes.append(f"{baseline.label!r} was given first but is the load test and "
@@ -197,4 +200,15 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
                      "production cannot be judged")
     recs = _recommend(ev, found, partitioner, notes)
     return Diagnosis(production.label, baseline.label if baseline is not None else None,
-                     tuple(findings), tuple(recs), tuple(notes))
+                     tuple(findings), tuple(recs), tuple(notes), tuple(warnings))
+
+
+def _usable(obs: Observations | None, warnings: list[str]) -> Observations | None:
+    """A run marked invalid (``valid: false``: too many of its requests failed) without its
+    latency, whose percentiles describe a failing system; its request counts still say where
+    its keys went. Said in ``warnings``."""
+    if obs is None or obs.is_valid:
+        return obs
+    warnings.append(f"{obs.invalid_reason}: its latency is left out of the judgement (it "
+                    "measured the failures, not the target); fix them and run it again")
+    return obs.without_latency()

@@ -128,6 +128,9 @@ class Diagnosis:
     notes : tuple of str
         What the inputs lacked overall, or assumptions made (a typical value used for a
         missing one), so a reader can weigh the verdicts.
+    warnings : tuple of str
+        What undermines the evidence itself (a run marked ``valid: false``: its latency was
+        left out); shown before the ranking.
     """
 
     production: str
@@ -135,11 +138,13 @@ class Diagnosis:
     ranking: tuple[Finding, ...]
     recommendations: tuple[Recommendation, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranking", tuple(sorted(self.ranking, key=_sort_key)))
         object.__setattr__(self, "recommendations", tuple(self.recommendations))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
 
     @property
     def top(self) -> Finding:
@@ -156,4 +161,4 @@ class Diagnosis:
         return {"production": self.production, "baseline": self.baseline,
                 "ranking": [f.to_dict() for f in self.ranking],
                 "recommendations": [r.to_dict() for r in self.recommendations],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "warnings": list(self.warnings)}

@@ -20,7 +20,10 @@ def diagnosis_text(diagnosis: Diagnosis, *, width: int = 100) -> str:
     """Ranked causes with verdict and score, each with its evidence sentences, then the next
     steps and the notes on what the inputs lacked."""
     against = f" against {diagnosis.baseline!r}" if diagnosis.baseline else ""
-    lines = [f"Diagnosis of {diagnosis.production!r}{against}", ""]
+    lines = [f"Diagnosis of {diagnosis.production!r}{against}"]
+    for warning in diagnosis.warnings:
+        lines.extend(_wrap("WARNING: " + warning, "", width))
+    lines.append("")
     for rank, f in enumerate(diagnosis.ranking, 1):
         lines.append(f"{rank}. {f.cause:<21} {_MARK[f.verdict]:<13} score {f.score:.2f}  "
                      f"{f.title}")

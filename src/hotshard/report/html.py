@@ -61,6 +61,7 @@ th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg.plot{width:100%;height:auto;display:block;margin:.5em 0}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.4em .8em;margin:.6em 0}
 .summary{background:#f4f6f8;padding:.6em 1em;border-radius:4px}
+.warning{background:#fdecea;border-left:4px solid #c62828;padding:.6em 1em;margin:.5em 0}
 .fits{color:#1e7d32;font-weight:bold}.contradicted{color:#888}
 .cannot{color:#b26a00;font-weight:bold}ul{margin:.2em 0;padding-left:1.2em}
 .muted{color:#666;font-size:.9em}
@@ -575,6 +576,10 @@ def build_report(observations: Observations | Sequence[Observations], *,
         raise InputError("the report draws its plots with matplotlib, which is not installed: "
                          "pip install 'hotshard[plot]'") from None
     items = _unique_labels(originals)
+    # a run marked invalid (too many failures) keeps its request counts but not its latency,
+    # which describes a failing system; the page says so before anything else
+    warnings = [o.invalid_reason for o in originals if not o.is_valid]
+    items = [o if o.is_valid else o.without_latency() for o in items]
     prod, base = _role_objects(items, originals, diagnosis, production, baseline)
     roles = assign_roles(items, production=prod, baseline=base)
     layout, layout_note, predicted = None, None, None
@@ -598,6 +603,9 @@ def build_report(observations: Observations | Sequence[Observations], *,
     heading = title or f"hotshard report: {roles.production.label}"
     summary = ("<div class=\"summary\"><b>In short.</b> " + " ".join(page.summary) + "</div>"
                if page.summary else "")
+    summary = "".join(f'<div class="warning"><b>Warning.</b> {_e(w)}: its latency is left '
+                      "out of this report (it measured the failures, not the target).</div>"
+                      for w in warnings) + summary
     sections = "".join(f'<section id="{key}"><h2>{_e(SECTIONS[key])}</h2>{body}</section>'
                        for key, body in bodies.items())
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
