@@ -3,27 +3,59 @@
 Every row becomes one message of its channel (``channel_id``), written at its ``timestamp``,
 by user ``u<user_id>``, with a body of ``size`` bytes (clipped to the body limit). Rows are read
 in record batches by DuckDB (Parquet, CSV or JSON lines alike), placed with the service's
-router (vectorised), and sent to each shard as ``append_many`` calls of ``LOAD_BATCH_ROWS``
-rows: one committed transaction per call, all shards loading at once.
+router (vectorised), and sent to each shard in calls of ``LOAD_BATCH_ROWS`` rows, all shards
+loading at once.
+
+A load is all-or-nothing, by two means, because each covers what the other cannot:
+
+1. ``check_loadable`` decodes every value of every row group before any worker starts (one
+   scan, about a second per million rows; the load itself takes ~30 s). A corrupt page, a bad
+   channel id or a timestamp that does not convert is refused there, with nothing created: no
+   empty shard databases. Validation alone is not enough: a worker can crash, the disk can
+   fill, the user can press Ctrl-C half-way.
+2. On SQLite shards the load is staged: each shard opens one transaction (``load_begin``),
+   receives its rows (``load_rows``) and commits only when every shard has every row
+   (``load_commit``). Any failure before that aborts every shard's transaction, and a killed
+   process's uncommitted transaction is rolled back by SQLite itself, so the databases hold
+   exactly what they held before. (Staging into separate databases and renaming them into
+   place would need a merge for ``append`` into a directory that already holds messages; one
+   transaction per shard serves both cases.) The commits of the shards are the only
+   non-atomic step: N short fsyncs; if one fails, the error names the shards that committed.
+
+A Redis Cluster store (``--store``) has no transaction spanning a load: there the file is
+still validated first, and a failure part-way says how many rows were written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from hotshard.errors import InputError
+from hotshard.errors import HotshardError, InputError
 from hotshard.profile.count import resolve_inputs
 from hotshard.service.chat import ChatService
 
-__all__ = ["LOAD_BATCH_ROWS", "LoadResult", "check_loadable", "load_messages"]
+__all__ = ["LOAD_BATCH_ROWS", "LoadError", "LoadResult", "check_loadable", "load_messages"]
 
 LOAD_BATCH_ROWS = 10_000
 READ_BATCH_ROWS = 100_000
+# Aborting is a rollback per shard; a shard that does not answer in this time is being
+# stopped, and its uncommitted transaction dies with its process.
+ABORT_TIMEOUT_S = 10.0
 _READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
+
+
+class LoadError(HotshardError, RuntimeError):
+    """A load failed part-way for a reason that is not the file's (a worker died, the disk
+    filled); the message says what is in the store now."""
+
+
+class _PartialCommit(LoadError):
+    """Some shards committed their part of the load, another failed to."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +71,14 @@ class LoadResult:
 
 def check_loadable(path: str) -> int:
     """The number of rows ``load_messages`` will load from ``path``; InputError unless it can
-    load them (checked before any worker starts, so a wrong file costs nothing and leaves
-    nothing). One scan gives both the count and the first invalid channel id."""
+    load every one of them.
+
+    Checked before any worker starts, so a wrong file costs nothing and leaves nothing. One
+    scan decodes every value the load reads (channel, user, size, timestamp) in every row
+    group, so a corrupt page anywhere (a damaged compressed block, a truncated last row group)
+    is found here, not after half the rows were written; it also finds the first invalid
+    channel id. ``count(*)`` alone would not do: it is answered from the file's metadata.
+    """
     import duckdb
 
     from hotshard.service.router import CHANNEL_PATTERN, check_channel
@@ -48,11 +86,12 @@ def check_loadable(path: str) -> int:
     con = duckdb.connect()
     try:
         query, file = _query(con, path)
-        total, bad = con.execute(
-            f"SELECT count(*), min(channel) FILTER (WHERE NOT regexp_matches(channel, ?)) "
-            f"FROM ({query})", [CHANNEL_PATTERN, file]).fetchall()[0]
+        total, bad, *_ = con.execute(
+            f"SELECT count(*), min(channel) FILTER (WHERE NOT regexp_matches(channel, ?)), "
+            f"sum(length(user_id)), sum(size), max(ts_ms) FROM ({query})",
+            [CHANNEL_PATTERN, file]).fetchall()[0]
     except duckdb.Error as e:
-        raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
+        raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
     finally:
         con.close()
     if bad is not None:
@@ -63,6 +102,10 @@ def check_loadable(path: str) -> int:
     if not total:
         raise InputError(f"{path} has no rows to load")
     return int(total)
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _query(con, path: str) -> tuple[str, str]:
@@ -76,7 +119,7 @@ def _query(con, path: str) -> tuple[str, str]:
         columns = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM {source}",
                                              [files[0]]).fetchall()]
     except duckdb.Error as e:
-        raise InputError(f"{path} cannot be read as {fmt}: {str(e).splitlines()[0]}") from e
+        raise InputError(f"{path} cannot be read as {fmt}: {_first_line(e)}") from e
     missing = [c for c in ("channel_id", "timestamp") if c not in columns]
     if missing:
         raise InputError(f"{path} has no {' or '.join(missing)} column: load the output of "
@@ -100,7 +143,7 @@ def _open(path: str, total: int | None):  # -> (connection, arrow batch reader, 
         reader = con.sql(query, params=[file]).to_arrow_reader(READ_BATCH_ROWS)
     except duckdb.Error as e:
         con.close()
-        raise InputError(f"{path}: {str(e).splitlines()[0]}") from e
+        raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
     except BaseException:
         con.close()
         raise
@@ -110,71 +153,160 @@ def _open(path: str, total: int | None):  # -> (connection, arrow batch reader, 
 async def load_messages(service: ChatService, path: str, *,
                         progress: Callable[[int, int], None] | None = None,
                         total: int | None = None) -> LoadResult:
-    """Load every row of ``path`` as a message; returns counts per shard.
+    """Load every row of ``path`` as a message, all or nothing; returns counts per shard.
 
-    ``total`` is the row count when already known (``check_loadable`` returns it), saving a
-    scan of the file.
+    ``total`` is the row count when already known (``check_loadable`` returns it, having
+    checked every row), saving a scan of the file.
 
     Raises
     ------
     InputError
         The file is missing, empty, unreadable or lacks ``channel_id`` / ``timestamp``, or a
-        channel id is not a valid channel.
+        channel id is not a valid channel. On SQLite shards nothing was loaded.
+    LoadError
+        The load failed part-way for another reason; the message says what was kept.
     """
     import time
-
-    from hotshard.service.router import check_channel
 
     started = time.perf_counter()
     con, reader, total = _open(path, total)
     if total == 0:
+        con.close()
         raise InputError(f"{path} has no rows to load")
+    shards = range(service.router.shards)
+    staged = _stages(service)
     per_shard = np.zeros(service.router.shards, dtype=np.int64)
     done = 0
-    limit = service.max_body_bytes
-    bodies: dict[int, str] = {}
+    committed = False
     try:
-        for batch in reader:
-            channels = batch.column("channel").to_pylist()
-            users = batch.column("user_id").to_pylist()
-            sizes = np.clip(np.nan_to_num(batch.column("size").to_numpy(zero_copy_only=False)),
-                            1, limit).astype(np.int64)
-            ts = batch.column("ts_ms").to_numpy(zero_copy_only=False).astype(np.int64)
-            for channel in set(channels):
-                check_channel(channel)
-            shards = service.router.shards_of(channels)
-            keys = list(channels)
-            for channel in {c for c in channels if service.splits.get(c) is not None}:
-                plan = service.splits.get(channel)
-                for i in (i for i, c in enumerate(channels) if c == channel):
-                    if ts[i] >= plan.since_ms:
-                        b = plan.bucket_of(int(ts[i]))
-                        keys[i], shards[i] = plan.keys[b], plan.shards[b]
-            order = np.argsort(shards, kind="stable")
-            bounds = np.searchsorted(shards[order], np.arange(service.router.shards + 1))
-            calls = []
-            for shard in range(service.router.shards):
-                index = order[bounds[shard]:bounds[shard + 1]]
-                if not index.size:
-                    continue
-                rows = []
-                for i in index.tolist():
-                    size = int(sizes[i])
-                    body = bodies.get(size) or bodies.setdefault(size, "m" * size)
-                    rows.append([keys[i], f"u{users[i]}", body, int(ts[i])])
+        if staged:
+            await asyncio.gather(*(_call(service, s, "load_begin", {}) for s in shards))
+        bodies: dict[int, str] = {}
+        for batch in _batches(reader, path):
+            parts = list(_rows_by_shard(service, batch, bodies))
+            for shard, rows in parts:
                 per_shard[shard] += len(rows)
-                calls.append(_send(service, shard, rows))
-            await asyncio.gather(*calls)
+            await asyncio.gather(*(_send(service, shard, rows, staged) for shard, rows in parts))
             done += batch.num_rows
             if progress is not None:
                 progress(done, total)
+        if staged:
+            await _commit(service, path)
+        committed = True
+    except HotshardError as e:
+        if not staged:
+            raise LoadError(f"loading {path} stopped after {done:,} of {total:,} rows (the "
+                            f"store keeps them: it has no transaction): {e}") from e
+        if isinstance(e, InputError | _PartialCommit):
+            raise
+        raise LoadError(f"loading {path} failed; nothing of it was kept: {e}") from e
     finally:
         con.close()
+        if staged and not committed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_abort(service), ABORT_TIMEOUT_S)
     return LoadResult(done, tuple(int(x) for x in per_shard), time.perf_counter() - started)
 
 
-async def _send(service: ChatService, shard: int, rows: list[list]) -> None:
-    client = service.supervisor.primary(shard)
+def _stages(service: ChatService) -> bool:
+    """Whether the backend's shards take a staged load (SQLite worker processes do)."""
+    from hotshard.service.supervisor import Supervisor
+
+    return isinstance(service.supervisor, Supervisor)
+
+
+def _batches(reader, path: str):
+    """The reader's record batches; a read error mid-file as one InputError line."""
+    import duckdb
+
+    it = iter(reader)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (duckdb.Error, OSError) as e:
+            raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
+        except Exception as e:  # pyarrow's errors for a damaged stream
+            if type(e).__module__.startswith(("pyarrow", "duckdb")):
+                raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
+            raise
+        yield batch
+
+
+def _placed(service: ChatService, batch) -> tuple[np.ndarray, list, list, np.ndarray,
+                                                   np.ndarray]:
+    """(shard of each row, partition keys, users, sizes, timestamps) of one record batch."""
+    from hotshard.service.router import check_channel
+
+    channels = batch.column("channel").to_pylist()
+    users = batch.column("user_id").to_pylist()
+    sizes = np.clip(np.nan_to_num(batch.column("size").to_numpy(zero_copy_only=False)),
+                    1, service.max_body_bytes).astype(np.int64)
+    ts = batch.column("ts_ms").to_numpy(zero_copy_only=False).astype(np.int64)
+    for channel in set(channels):
+        check_channel(channel)
+    shards = service.router.shards_of(channels)
+    keys = list(channels)
+    for channel in {c for c in channels if service.splits.get(c) is not None}:
+        plan = service.splits.get(channel)
+        for i in (i for i, c in enumerate(channels) if c == channel):
+            if ts[i] >= plan.since_ms:
+                b = plan.bucket_of(int(ts[i]))
+                keys[i], shards[i] = plan.keys[b], plan.shards[b]
+    return np.asarray(shards), keys, users, sizes, ts
+
+
+def _rows_by_shard(service: ChatService, batch, bodies: dict[int, str]):
+    """(shard, rows) for every shard that gets rows of this batch (``bodies``: one body string
+    per size, shared by every row of that size)."""
+    shards, keys, users, sizes, ts = _placed(service, batch)
+    order = np.argsort(shards, kind="stable")
+    bounds = np.searchsorted(shards[order], np.arange(service.router.shards + 1))
+    for shard in range(service.router.shards):
+        index = order[bounds[shard]:bounds[shard + 1]]
+        if not index.size:
+            continue
+        rows = []
+        for i in index.tolist():
+            size = int(sizes[i])
+            body = bodies.get(size) or bodies.setdefault(size, "m" * size)
+            rows.append([keys[i], f"u{users[i]}", body, int(ts[i])])
+        yield shard, rows
+
+
+async def _call(service: ChatService, shard: int, op: str, args: dict) -> None:
+    """One call to a shard's primary; any failure (also a row it refused) is a LoadError: the
+    file was checked, so the fault is the shard's."""
+    try:
+        await service.supervisor.primary(shard).call(op, args, timeout=600)
+    except HotshardError as e:
+        raise LoadError(f"shard {shard}: {e}") from e
+
+
+async def _send(service: ChatService, shard: int, rows: list[list], staged: bool) -> None:
+    op = "load_rows" if staged else "append_many"
     for start in range(0, len(rows), LOAD_BATCH_ROWS):
-        await client.call("append_many", {"rows": rows[start:start + LOAD_BATCH_ROWS]},
-                          timeout=600)
+        await _call(service, shard, op, {"rows": rows[start:start + LOAD_BATCH_ROWS]})
+
+
+async def _commit(service: ChatService, path: str) -> None:
+    """Commit every shard's staged rows; if one fails, say which shards committed."""
+    shards = range(service.router.shards)
+    results = await asyncio.gather(*(_call(service, s, "load_commit", {}) for s in shards),
+                                   return_exceptions=True)
+    failed = [(s, r) for s, r in zip(shards, results, strict=True)
+              if isinstance(r, BaseException)]
+    if failed and len(failed) < len(results):
+        kept = [s for s in shards if s not in {f for f, _ in failed}]
+        raise _PartialCommit(f"loading {path}: shards {', '.join(map(str, kept))} committed their "
+                        f"rows, shard {failed[0][0]} failed to ({failed[0][1]}): load the "
+                        "file again into a new data directory")
+    if failed:
+        raise failed[0][1]
+
+
+async def _abort(service: ChatService) -> None:
+    """Drop every shard's staged rows (a shard that is down has lost them already)."""
+    await asyncio.gather(*(_call(service, s, "load_abort", {})
+                           for s in range(service.router.shards)), return_exceptions=True)

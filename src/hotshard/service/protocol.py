@@ -22,7 +22,9 @@ __all__ = ["CONTROL_OPS", "DATA_OPS", "MAX_FRAME_BYTES", "ProtocolError", "decod
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 64 << 20
 # Served in arrival order by the shard's one worker thread: they are the shard's load.
-DATA_OPS = ("append", "append_many", "history")
+# The load_* ops are a staged load: one transaction over many calls, committed at the end.
+DATA_OPS = ("append", "append_many", "history", "load_begin", "load_rows", "load_commit",
+            "load_abort")
 # Answered at once by the connection's reader: a busy shard still says it is alive.
 CONTROL_OPS = ("ping",)
 

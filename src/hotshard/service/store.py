@@ -9,6 +9,7 @@ increasing even when its clock stalls or goes backwards.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 from hotshard.errors import InputError
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_NODE",
+__all__ = ["DB_FILE_MODE", "DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_NODE",
            "MAX_USER_CHARS", "Message", "NODE_BITS", "SEQUENCE_BITS", "SQLiteStore", "Store",
            "check_message", "system_clock_ms"]
 
@@ -35,6 +36,9 @@ MAX_USER_CHARS = 256
 DEFAULT_MAX_BODY_BYTES = 4096
 MAX_LIMIT = 1000
 BULK_BATCH_ROWS = 10_000
+# Chat history is user content: a new database is readable by its owner only (SQLite gives
+# its -wal and -shm files the database file's permissions).
+DB_FILE_MODE = 0o600
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -89,6 +93,16 @@ class Store(Protocol):
 def system_clock_ms() -> int:
     """Wall-clock Unix time in milliseconds (the production default; tests inject a clock)."""
     return time.time_ns() // 1_000_000
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty with mode ``DB_FILE_MODE`` unless it exists (SQLite would make it
+    0644 less the umask: readable by everyone on the machine)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DB_FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 def _check_text(name: str, value: object, max_chars: int) -> str:
@@ -151,6 +165,11 @@ class SQLiteStore:
     ``append_many`` return only after their transaction has committed (the WAL fsynced), so an
     acknowledged write survives a crash of the process or the machine.
 
+    Staged loads: ``begin_load`` opens one write transaction, ``load_rows`` adds rows to it
+    (any number of calls) and ``commit_load`` commits them all at once; ``abort_load``, a
+    closed store or a killed process leaves the database as it was before ``begin_load``.
+    A bulk load of many calls is thereby all-or-nothing on each shard.
+
     Layout: table ``messages`` keyed ``(channel, id)`` (a clustered ``WITHOUT ROWID`` primary
     key), so a channel's history newest first is one backward range scan of that key. The
     highest id issued is kept in table ``meta`` in the same transaction as the rows, so a
@@ -192,6 +211,7 @@ class SQLiteStore:
         self._clock = clock or system_clock_ms
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._loading = False
         if read_only and not self.path.is_file():
             raise InputError(f"path {str(self.path)!r} does not exist: a read-only store "
                              "reads a database its primary created")
@@ -202,6 +222,7 @@ class SQLiteStore:
                                            isolation_level=None, check_same_thread=False)
                 mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
             else:
+                _create_private(self.path)
                 self._db = sqlite3.connect(self.path, isolation_level=None,
                                            check_same_thread=False)
                 mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -213,6 +234,9 @@ class SQLiteStore:
             self.close()
             raise InputError(f"path {str(self.path)!r} cannot be opened as a SQLite "
                              f"database: {e}") from e
+        except OSError as e:
+            self.close()
+            raise InputError(f"path {str(self.path)!r} cannot be created: {e.strerror}") from e
         if mode.lower() != "wal":
             self.close()
             raise InputError(f"path {str(self.path)!r} does not support WAL journaling "
@@ -268,6 +292,10 @@ class SQLiteStore:
             A row is not 4 fields or one of its fields is invalid; the message gives the row's
             index and the parameter.
         """
+        checked = self._checked_rows(rows)
+        return self._write(checked) if checked else []
+
+    def _checked_rows(self, rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, str, int]]:
         checked = []
         for i, row in enumerate(rows):
             if len(row) != 4:
@@ -277,7 +305,7 @@ class SQLiteStore:
                 checked.append(self._validated(*row))
             except InputError as e:
                 raise InputError(f"rows[{i}]: {e}") from e
-        return self._write(checked) if checked else []
+        return checked
 
     def _validated(self, channel: Any, user: Any, body: Any,
                    now_ms: Any) -> tuple[str, str, str, int]:
@@ -288,31 +316,92 @@ class SQLiteStore:
 
     def _write(self, rows: list[tuple[str, str, str, int]]) -> list[int]:
         """Insert validated rows in one committed transaction, assigning their ids."""
-        if self.read_only:
-            raise InputError(f"store {str(self.path)!r} is read-only (a replica): write to "
-                             "its primary")
+        self._check_writable()
         with self._lock:
             db = self._conn()
             db.execute("BEGIN IMMEDIATE")
             try:
-                last = self._last_id(db)
-                ids = []
-                for _, _, _, ts in rows:
-                    last = self._next_id(last, ts)
-                    ids.append(last)
-                it = iter(zip(ids, rows, strict=True))
-                while batch := list(islice(it, BULK_BATCH_ROWS)):
-                    db.executemany(
-                        "INSERT INTO messages (channel, id, user, body, ts_ms) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        [(c, i, u, b, t) for i, (c, u, b, t) in batch])
-                db.execute("UPDATE meta SET value = ? WHERE key = 'last_id'", (last,))
+                ids = self._insert(db, rows)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
             return ids
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise InputError(f"store {str(self.path)!r} is read-only (a replica): write to "
+                             "its primary")
+        if self._loading:
+            raise InputError(f"store {str(self.path)!r} is in a staged load: writes wait "
+                             "until it is committed or aborted")
+
+    def _insert(self, db: sqlite3.Connection, rows: list[tuple[str, str, str, int]]
+                ) -> list[int]:
+        """Insert validated rows inside the open transaction, assigning their ids."""
+        last = self._last_id(db)
+        ids = []
+        for _, _, _, ts in rows:
+            last = self._next_id(last, ts)
+            ids.append(last)
+        it = iter(zip(ids, rows, strict=True))
+        while batch := list(islice(it, BULK_BATCH_ROWS)):
+            db.executemany(
+                "INSERT INTO messages (channel, id, user, body, ts_ms) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(c, i, u, b, t) for i, (c, u, b, t) in batch])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'last_id'", (last,))
+        return ids
+
+    # -- staged loads -----------------------------------------------------------------------
+
+    def begin_load(self) -> None:
+        """Open the transaction of a staged load (rows added by ``load_rows`` become visible
+        only at ``commit_load``)."""
+        self._check_writable()
+        with self._lock:
+            self._conn().execute("BEGIN IMMEDIATE")
+            self._loading = True
+
+    def load_rows(self, rows: Iterable[Sequence[Any]]) -> int:
+        """Add ``(channel, user, body, ts_ms)`` rows to the staged load; how many.
+
+        Raises
+        ------
+        InputError
+            No staged load is open, or a row is invalid (nothing of this call is added).
+        """
+        checked = self._checked_rows(rows)
+        with self._lock:
+            if not self._loading:
+                raise InputError(f"store {str(self.path)!r} has no staged load: call "
+                                 "begin_load first")
+            db = self._conn()
+            db.execute("SAVEPOINT load_rows")
+            try:
+                self._insert(db, checked)
+            except BaseException:
+                db.execute("ROLLBACK TO load_rows")
+                raise
+            finally:
+                db.execute("RELEASE load_rows")
+        return len(checked)
+
+    def commit_load(self) -> None:
+        """Commit every row of the staged load at once (durably, like ``append``)."""
+        with self._lock:
+            if not self._loading:
+                raise InputError(f"store {str(self.path)!r} has no staged load to commit")
+            self._conn().execute("COMMIT")
+            self._loading = False
+
+    def abort_load(self) -> None:
+        """Drop every row of the staged load (idempotent: no load, nothing to do)."""
+        with self._lock:
+            if self._loading and self._db is not None and self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            self._loading = False
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -349,8 +438,9 @@ class SQLiteStore:
             return self._conn().execute(f"PRAGMA {name}").fetchone()[0]
 
     def close(self) -> None:
-        """Close the database; idempotent."""
+        """Close the database (an open staged load is rolled back); idempotent."""
         with self._lock:
+            self._loading = False
             if self._db is not None:
                 self._db.close()
                 self._db = None

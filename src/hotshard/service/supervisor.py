@@ -5,6 +5,11 @@ mitigation is on, R replica workers that open the same file read-only. A worker 
 unexpectedly (a crash, ``kill -9``) is restarted after a short back-off; until it is back, calls
 to it raise ``ShardUnavailable`` (the gateway's 503 with Retry-After) while every other shard
 keeps serving.
+
+The workers' sockets live in a private directory ``<tmp>/hotshard-<gateway pid>-<random>``
+(0700). ``stop`` removes it; when the gateway is killed outright (``kill -9``), the workers see
+their stdin close, exit and remove it themselves, and a later start sweeps any such directory
+whose gateway pid is no longer running (a worker killed at the same moment can leave one).
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from typing import Any
 
 from hotshard.errors import HotshardError, InputError
 from hotshard.service.protocol import HEADER, ProtocolError, decode, encode, frame_length
+from hotshard.service.worker import RUNTIME_PREFIX
 
 __all__ = ["ShardClient", "ShardError", "ShardUnavailable", "Supervisor", "WorkerInfo",
-           "db_path"]
+           "db_path", "sweep_stale_runtime_dirs"]
 
 READY_TIMEOUT_S = 30.0
 RESTART_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)
@@ -47,6 +53,51 @@ class ShardError(HotshardError, RuntimeError):
 def db_path(data_dir: Path, shard: int) -> Path:
     """Where shard ``shard`` keeps its database."""
     return Path(data_dir) / f"shard-{shard:03d}.sqlite3"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    try:  # a zombie is dead for our purposes: it can hold no socket
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def sweep_stale_runtime_dirs(tmp: str | None = None) -> list[str]:
+    """Remove the socket directories of gateways that are gone; the paths removed.
+
+    Only directories named ``hotshard-<pid>-<random>``, owned by this user, whose pid is not a
+    running process, are removed: another user's or a live service's are never touched.
+    """
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(tmp))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(RUNTIME_PREFIX):
+            continue
+        pid_text = name[len(RUNTIME_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or "-" not in name[len(RUNTIME_PREFIX):]:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if not _pid_alive(int(pid_text)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
 
 
 class ShardClient:
@@ -193,7 +244,8 @@ class Supervisor:
         self.cost_ms = cost_ms
         self.max_body_bytes = max_body_bytes
         self._target_replicas = replicas
-        self._runtime = tempfile.mkdtemp(prefix="hotshard-")
+        sweep_stale_runtime_dirs()
+        self._runtime = tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-")
         self._workers: dict[tuple[int, int], _Worker] = {}
         self._round_robin = [itertools.count() for _ in range(shards)]
         self._stopping = False
@@ -250,6 +302,8 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
+        with contextlib.suppress(OSError):  # a worker killed before it could remove it
+            os.unlink(worker.socket)
 
     async def _spawn(self, worker: _Worker) -> None:
         argv = [sys.executable, "-m", "hotshard.service.worker", "--socket", worker.socket,
@@ -257,13 +311,14 @@ class Supervisor:
                 "--cost-ms", repr(self.cost_ms), "--max-body-bytes", str(self.max_body_bytes)]
         if worker.replica:
             argv.append("--read-only")
-        log = open(self.data_dir / f"shard-{worker.shard:03d}.log", "ab")  # noqa: SIM115
+        log = os.open(self.data_dir / f"shard-{worker.shard:03d}.log",
+                      os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=log)
         finally:
-            log.close()
+            os.close(log)
         worker.process = proc
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), READY_TIMEOUT_S)

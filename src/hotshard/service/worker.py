@@ -6,8 +6,10 @@ single-partition leader is), so a hot shard queues exactly as a real one does: t
 sees the queue as its calls in flight.
 
 Run by the supervisor as ``python -m hotshard.service.worker --socket S --db F --node I``; it
-prints ``ready <pid>`` once it listens and exits when its stdin closes (its supervisor died), so
-no worker outlives the service.
+prints ``ready <pid>`` once it listens and exits when its stdin closes (its supervisor died, even
+by ``kill -9``), so no worker outlives the service. On the way out (that, or SIGTERM) it closes
+its database (an unfinished staged load is rolled back), removes its socket and, if it was the
+last one there, the supervisor's socket directory, so a killed gateway leaves nothing in /tmp.
 """
 
 from __future__ import annotations
@@ -15,17 +17,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hotshard.errors import HotshardError
 from hotshard.service.protocol import CONTROL_OPS, DATA_OPS, encode, read_frame_blocking
 from hotshard.service.store import SQLiteStore
 
-__all__ = ["ShardWorker", "burn_cpu", "main"]
+__all__ = ["RUNTIME_PREFIX", "ShardWorker", "burn_cpu", "main"]
+
+# The supervisor's socket directories are ``<tmp>/hotshard-<its pid>-<random>``: the pid lets a
+# later start sweep the directory of a gateway that was killed before anyone could clean up.
+RUNTIME_PREFIX = "hotshard-"
 
 
 def burn_cpu(ms: float) -> None:
@@ -59,6 +67,14 @@ class ShardWorker:
         if op == "append_many":
             ids = self.store.append_many(args.get("rows") or [])
             return {"count": len(ids), "last_id": ids[-1] if ids else None}
+        if op == "load_begin":
+            return self.store.begin_load()
+        if op == "load_rows":
+            return {"count": self.store.load_rows(args.get("rows") or [])}
+        if op == "load_commit":
+            return self.store.commit_load()
+        if op == "load_abort":
+            return self.store.abort_load()
         if op == "history":
             burn_cpu(self.cost_ms)
             rows = self.store.history(args.get("channel"), limit=args.get("limit", 50),
@@ -114,13 +130,36 @@ def _execute(worker: ShardWorker, message: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def _exit_when_parent_goes() -> None:
+def _exit_when_parent_goes(cleanup: Callable[[], None]) -> None:
     try:
         while sys.stdin.buffer.read(1 << 16):
             pass
     except OSError:
         pass
+    cleanup()
     os._exit(0)
+
+
+def _cleanup_once(store: SQLiteStore, socket_path: str) -> Callable[[], None]:
+    """The worker's last act (called once, from whichever exit path comes first): close the
+    database if no call holds it for long, remove the socket and an emptied socket directory."""
+    done = threading.Lock()
+
+    def cleanup() -> None:
+        if not done.acquire(blocking=False):
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(socket_path)
+        runtime = os.path.dirname(socket_path)
+        if os.path.basename(runtime).startswith(RUNTIME_PREFIX):
+            with contextlib.suppress(OSError):  # not empty: another worker removes it last
+                os.rmdir(runtime)
+        if store._lock.acquire(timeout=1.0):  # a long call in progress: exit; SQLite rolls back
+            store._lock.release()
+            with contextlib.suppress(Exception):
+                store.close()
+
+    return cleanup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost-ms", type=float, default=0.0)
     parser.add_argument("--max-body-bytes", type=int, default=4096)
     args = parser.parse_args(argv)
+    os.umask(0o077)  # every file this process makes (database, WAL, socket) is its owner's
     try:
         store = SQLiteStore(args.db, node=args.node, read_only=args.read_only,
                             max_body_bytes=args.max_body_bytes)
@@ -146,7 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(args.socket)
     server.listen(64)
-    threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
+    cleanup = _cleanup_once(store, args.socket)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        cleanup()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    # Ctrl-C reaches the whole process group; the gateway handles it and stops its workers
+    # in order (SIGTERM), so a worker does not die under requests still in flight
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_parent_goes, args=(cleanup,), daemon=True).start()
     print(f"ready {os.getpid()}", flush=True)
     while True:
         conn, _ = server.accept()
