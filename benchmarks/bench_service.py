@@ -113,7 +113,8 @@ def mitigations(tmp: Path, seconds: float) -> None:
             if changes is not None:
                 off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 0}
                 svc.post("/admin/mitigations", json={**off, **changes,
-                                                     "channels": [hot_channel]})
+                                                     "channels": [hot_channel]},
+                         headers=svc.admin_headers)
             before = svc.stats()
             started = time.monotonic()
             send_traffic(svc.url, keys, rate=rate, seed=1)

@@ -121,14 +121,26 @@ def _write_trace(counts: np.ndarray, path: Path, rng: np.random.Generator) -> in
 
 
 # -- 5: the service, started and always stopped --------------------------------------------------
-def _get(url: str, timeout: float = 5.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+@dataclass(frozen=True)
+class _Service:
+    url: str
+    admin_token: str  # the demo chooses it and passes it in HOTSHARD_ADMIN_TOKEN
+
+    @property
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+
+def _get(url: str, timeout: float = 5.0, headers: dict[str, str] | None = None) -> dict:
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())
 
 
-def _post(url: str, body: dict) -> dict:
+def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> dict:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -145,16 +157,21 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def _service(work: Path, s: DemoSettings, history: Path) -> Iterator[str]:
-    """``hotshard serve`` in a child process; yields its URL once /health says every shard is
-    up; stops it (and so its shard workers) on the way out, whatever happened."""
+def _service(work: Path, s: DemoSettings, history: Path) -> Iterator[_Service]:
+    """``hotshard serve`` in a child process; yields its URL and admin token once /health
+    says every shard is up; stops it (and so its shard workers) on the way out, whatever
+    happened. The token goes in the environment, not on the command line (``ps`` shows that)."""
+    import secrets
+
     log = work / "serve.log"
+    token = secrets.token_urlsafe(32)
     cmd = [sys.executable, "-m", "hotshard", "serve", "--port", "0", "--data",
            str(work / "data"), "--shards", str(s.shards), "-p", PARTITIONER,
            "--cost-ms", str(s.cost_ms), "--load", str(history)]
     with open(log, "wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                     "HOTSHARD_ADMIN_TOKEN": token})
     try:
         url = proc.stdout.readline().strip()  # the URL, once the load is done and it listens
         if not url.startswith("http"):
@@ -171,7 +188,7 @@ def _service(work: Path, s: DemoSettings, history: Path) -> Iterator[str]:
                     raise InputError(f"the demo's service at {url} never became healthy; "
                                      f"see {log}") from None
                 time.sleep(0.1)
-        yield url
+        yield _Service(url, token)
     finally:
         _stop(proc)
 
@@ -288,7 +305,8 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
                 f"--cost-ms {s.cost_ms:g}, loaded with {s.history_events:,} messages")
         history = work / "history.parquet"
         _write_history(profile, s.history_events, seed, history)
-        with _service(work, s, history) as url:
+        with _service(work, s, history) as service:
+            url = service.url
             say(f"serving on {url} (stopped at the end of the demo)")
             _drive(url, f"uniform:{s.channels}", s, s.warmup_seconds, "warm-up", seed + 1, say)
 
@@ -317,12 +335,12 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
 
             # 8
             step(8, "Switch on the mitigations at run time and replay the profile's traffic")
-            _post(url + "/admin/mitigations", MITIGATIONS)
+            _post(url + "/admin/mitigations", MITIGATIONS, service.admin_headers)
             say("POST /admin/mitigations " + json.dumps(MITIGATIONS)
                 + "  (hot channels: the service's own hot-key sketch names them)")
             mitigated = _drive(url, str(profile_path), s, s.drive_seconds,
                                "profile keys, mitigated", seed + 3, say)
-            mitigated = _with_mitigations(mitigated, url)
+            mitigated = _with_mitigations(mitigated, service)
             say(_run_table([skewed, mitigated]))
             hot = max(range(len(skewed.shards)), key=lambda i: skewed.shards[i].cpu or 0)
             now = max(range(len(mitigated.shards)), key=lambda i: mitigated.shards[i].cpu or 0)
@@ -360,12 +378,12 @@ def _write_history(profile, events: int, seed: int, path: Path) -> None:
     write_events(plan, str(path), fmt="parquet")
 
 
-def _with_mitigations(obs: Observations, url: str) -> Observations:
+def _with_mitigations(obs: Observations, service: _Service) -> Observations:
     """The run's observations with the service's mitigations recorded (the report compares
     runs by them)."""
     from dataclasses import replace
 
-    current = _get(url + "/admin/mitigations")
+    current = _get(service.url + "/admin/mitigations", headers=service.admin_headers)
     return replace(obs, extra={**obs.extra, "mitigations": current})
 
 

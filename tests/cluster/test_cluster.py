@@ -155,7 +155,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
         assert all_pages(svc, "big", limit=6) == written[::-1]
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
-        r = svc.post("/admin/mitigations", json={"replicas": 1})
+        r = svc.post("/admin/mitigations", json={"replicas": 1}, headers=svc.admin_headers)
         assert r.status_code == 400 and "cluster up --replicas 1" in r.json()["error"]
     import redis
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -31,6 +32,12 @@ class Service:
     url: str
     process: subprocess.Popen
     data: Path
+    admin_token: str = ""
+
+    @property
+    def admin_headers(self) -> dict[str, str]:
+        """What every admin request sends: the service's token."""
+        return {"Authorization": f"Bearer {self.admin_token}"}
 
     def get(self, path: str, **kw) -> httpx.Response:
         return httpx.get(self.url + path, timeout=30, **kw)
@@ -72,8 +79,10 @@ def wait_healthy(url: str, timeout: float = 30.0) -> None:
 @contextlib.contextmanager
 def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
     """`hotshard serve --port 0 --data DATA ARGS...` in a subprocess; stopped (SIGINT, then
-    SIGKILL) on exit, by the pid this function started."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    SIGKILL) on exit, by the pid this function started. Its admin token is chosen here and
+    passed as HOTSHARD_ADMIN_TOKEN (``Service.admin_headers`` sends it)."""
+    token = secrets.token_urlsafe(24)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HOTSHARD_ADMIN_TOKEN": token}
     proc = subprocess.Popen(
         [sys.executable, "-m", "hotshard", "serve", "--port", "0", "--data", str(data), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
@@ -83,7 +92,7 @@ def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
             proc.wait(10)
             raise AssertionError(f"hotshard serve failed: {url} {proc.stderr.read()}")
         wait_healthy(url)
-        yield Service(url, proc, Path(data))
+        yield Service(url, proc, Path(data), token)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)

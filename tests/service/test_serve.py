@@ -121,15 +121,16 @@ def test_stats_hotkeys_metrics_health(svc):
 
 
 def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
-    r = svc.post("/admin/mitigations", json={"coalesec": True})
+    admin = svc.admin_headers
+    r = svc.post("/admin/mitigations", json={"coalesec": True}, headers=admin)
     assert r.status_code == 400 and "coalesec" in r.json()["error"]
-    r = svc.post("/admin/mitigations", content=b"{not json")
+    r = svc.post("/admin/mitigations", content=b"{not json",
+                 headers={**admin, "content-type": "application/json"})
     assert r.status_code == 400
-    r = svc.post("/admin/mitigations", json={"split": 1})
+    r = svc.post("/admin/mitigations", json={"split": 1}, headers=admin)
     assert r.status_code == 400 and "split" in r.json()["error"]
-    # curl -d sends form content type: still JSON to us
-    r = svc.post("/admin/mitigations", content=b'{"cache_ttl_s": 30, "channels": ["cached"]}',
-                 headers={"content-type": "application/x-www-form-urlencoded"})
+    r = svc.post("/admin/mitigations", json={"cache_ttl_s": 30, "channels": ["cached"]},
+                 headers=admin)
     assert r.status_code == 200 and r.json()["cache_ttl_s"] == 30
     post(svc, "cached", body="one")
     assert svc.get("/channels/cached/messages").headers["x-source"] == "shard"
@@ -137,7 +138,7 @@ def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
     cached = svc.get("/channels/cached/messages")  # a TTL cache: staleness is the price
     assert cached.headers["x-source"] == "cache"
     assert [m["body"] for m in cached.json()["messages"]] == ["one"]
-    svc.post("/admin/mitigations", json={"cache_ttl_s": 0, "channels": "hot"})
+    svc.post("/admin/mitigations", json={"cache_ttl_s": 0, "channels": "hot"}, headers=admin)
     fresh = svc.get("/channels/cached/messages")
     assert [m["body"] for m in fresh.json()["messages"]] == ["two", "one"]
 

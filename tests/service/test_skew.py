@@ -84,7 +84,8 @@ def test_hot_shard_shows_in_stats_and_each_mitigation_shrinks_the_spread(tmp_pat
         def mitigated(changes: dict) -> dict:
             off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 0}
             r = svc.post("/admin/mitigations", json={**off, **changes,
-                                                     "channels": [hot_channel]})
+                                                     "channels": [hot_channel]},
+                         headers=svc.admin_headers)
             assert r.status_code == 200, r.text
             return _phase(svc, traffic, seed=1)
 

@@ -28,7 +28,11 @@ def _channel_list(ctx, param, value):
 EPILOG = f"""\b
 Mitigations apply to --hot-channels: a list, or 'hot' (default) for the channels the
 Space-Saving sketch behind GET /hotkeys reports above --hot-share of recent requests.
-Switch them at run time: curl -X POST localhost:8080/admin/mitigations -d '{{"coalesce": true}}'
+Switch them at run time with the admin token printed at start:
+  curl -X POST localhost:8080/admin/mitigations -H "Authorization: Bearer $TOKEN" \\
+       -H 'Content-Type: application/json' -d '{{"coalesce": true}}'
+The admin routes need that token, a Host naming the service and no foreign Origin, so a web
+page the operator visits cannot switch mitigations.
 
 \b
 API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /metrics,
@@ -43,7 +47,8 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="HTTP port (0: any free port; the URL is printed).")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (loopback by default: the admin API is open).")
+              help="Address to listen on. Loopback by default: any other address opens the "
+              "chat API (read and write any channel) and the metrics to the network.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False), default="hotshard-data",
               show_default=True, help="Directory of the shards' databases (created if "
               "missing; reopened with the same layout).")
@@ -56,7 +61,15 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
                    "instead of SQLite shard processes.")
 @click.option("--load", "load_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Fill the shards from `hotshard generate` output before serving "
-              "(every row one message).")
+              "(every row one message; all or nothing: a failed load leaves --data as it was).")
+@click.option("--append", is_flag=True,
+              help="With --load: add the file's rows to a data directory that already holds "
+              "messages (refused without it: a second load would duplicate them).")
+@click.option("--admin-token", envvar="HOTSHARD_ADMIN_TOKEN", metavar="TOKEN",
+              show_envvar=True,
+              help="Token the admin routes require (Authorization: Bearer TOKEN); default: "
+              "a new random one, printed at start. Prefer the environment variable: a "
+              "command line is visible to every user in `ps`.")
 @click.option("--cost-ms", type=click.FloatRange(0, 1000), default=0.0, show_default=True,
               help="CPU ms each read burns in its shard (a heavier production query), so a "
               "hot shard saturates at laptop rates.")
@@ -79,9 +92,9 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
               show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
               "requests that makes a channel hot.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
-          ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, cost_ms,
-          max_body_bytes, split, split_bucket, replicas, cache_ttl, coalesce, hot_channels,
-          hot_share):
+          ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, append,
+          admin_token, cost_ms, max_body_bytes, split, split_bucket, replicas, cache_ttl,
+          coalesce, hot_channels, hot_share):
     """Run the reference chat-history service: an HTTP gateway over N shard processes.
 
     Channels are placed on shards by a real store's partitioner; each shard is its own
@@ -93,13 +106,14 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     Examples:
       hotshard serve --shards 4 --port 8080 --data /tmp/chat
       hotshard generate examples/incident.profile.json --events 1e6 -o m.parquet
-      hotshard serve --data /tmp/chat --load m.parquet --cost-ms 2
+      hotshard serve --data /tmp/chat2 --load m.parquet --cost-ms 2
+      hotshard serve --data /tmp/chat2 --load more.parquet --append
       hotshard serve --data /tmp/chat --replicas 2 --coalesce --cache-ttl 1s
     """
     import importlib.util
     from pathlib import Path
 
-    from hotshard.cli._console import ProgressBar, note
+    from hotshard.cli._console import ProgressBar, note, warn
     from hotshard.errors import HotshardError
 
     missing = [m for m in ("fastapi", "uvicorn", "prometheus_client")
@@ -121,6 +135,17 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         partitioner, shards = "redis-cluster", None
     if split == 1:
         raise click.BadParameter("must be 0 (off) or >= 2", param_hint="'--split'")
+    if append and not load_file:
+        raise click.UsageError("--append adds a --load file's rows: give --load FILE too")
+    if admin_token is not None:
+        from hotshard.service.admin import check_admin_token
+
+        try:
+            check_admin_token(admin_token)
+        except HotshardError as e:
+            raise click.BadParameter(str(e).replace("admin_token", "the token"),
+                                     param_hint="'--admin-token' / HOTSHARD_ADMIN_TOKEN") \
+                from None
     layout = {"ring_file": ring_file, "slots_map": slots_map, "map_file": map_file,
               "chunks_file": chunks_file, "routing_shards": routing_shards}
     if partitioner == "cassandra":
@@ -135,7 +160,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     config = ServeConfig(Path(data_dir), shards=shards, partitioner=partitioner,
                          layout={**layout, **({"key_type": key_type} if key_type else {})},
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
-                         mitigations=mitigations, load=load_file, store=store)
+                         mitigations=mitigations, load=load_file, store=store, append=append,
+                         admin_token=admin_token)
 
     bar = ProgressBar(enabled=True)
 
@@ -148,7 +174,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         note(f"loaded {result.messages:,} messages in {result.seconds:.1f} s "
              f"({result.messages / max(result.seconds, 1e-9):,.0f}/s); per shard: {spread}")
 
-    def listening(url: str) -> None:
+    def listening(up) -> None:  # a hotshard.service.server.Listening
+        url = up.url
         on = [name for name, value in (("split", split), ("replicas", replicas),
                                        ("cache", cache_ttl), ("coalesce", coalesce)) if value]
         which = "hot channels" if hot_channels is None else ", ".join(hot_channels)
@@ -156,6 +183,17 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
             f"{config.shards or 'the layout file`s'} shards ({partitioner}) in {data_dir}"
         click.echo(f"serving {where} on {url}  (docs {url}/docs, stats {url}/stats; Ctrl-C "
                    "stops)", err=True)
+        if up.generated:
+            click.echo(f"admin token: {up.admin_token}  (POST {url}/admin/mitigations with "
+                       f"-H 'Authorization: Bearer {up.admin_token}'; --admin-token or "
+                       "HOTSHARD_ADMIN_TOKEN sets your own)", err=True)
+        else:
+            note("admin token: the one given (--admin-token / HOTSHARD_ADMIN_TOKEN)")
+        if not up.loopback:
+            warn(f"listening on {host}, beyond this machine: anyone who can reach it can "
+                 "read and write every channel's messages and read /stats, /hotkeys and "
+                 "/metrics (/admin needs the token); use --host 127.0.0.1 unless the "
+                 "network is yours")
         if on:
             note(f"mitigations on for {which}: {', '.join(on)}")
         click.echo(url, err=False)

@@ -17,13 +17,15 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Path, Query, Request
+from fastapi import Body, Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hotshard.errors import InputError
+from hotshard.service.admin import ADMIN_TOKEN_ENV, AdminGuard, local_authority
 from hotshard.service.chat import ChatService
 from hotshard.service.router import CHANNEL_PATTERN
 from hotshard.service.stats import CpuMeter, LatencyHistogram, process_cpu_seconds
@@ -91,6 +93,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
                                             "Retry-After."}}
 
 
+# Declared for the OpenAPI document (clients see the admin routes need a bearer token); the
+# check itself is AdminGuard's, which also looks at Host, Origin and the content type.
+ADMIN_BEARER = HTTPBearer(auto_error=False, description="The admin token `hotshard serve` "
+                          "prints at start (or --admin-token / " + ADMIN_TOKEN_ENV + ").")
+ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "No admin token, or a wrong one."},
+    403: {"model": ErrorOut, "description": "Host does not name this service, or the Origin "
+                                            "is another site's."},
+    415: {"model": ErrorOut, "description": "The body is not sent as application/json."}}
+
+
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
@@ -100,8 +113,11 @@ def _shard_header(shards: tuple[int, ...]) -> str:
 
 
 class _BodyLimit:
-    """Refuse a request body over the limit before it is read (413), so a huge upload costs
-    nothing (pure ASGI: Content-Length checked, and a chunked body counted as it streams)."""
+    """Refuse a request body over the limit (413) before the app sees it, so a huge upload
+    costs nothing. Pure ASGI: a Content-Length over the limit is refused unread; a body without
+    one (chunked) is read up to the limit, refused as soon as it passes it, else handed on
+    whole. Counting inside the app instead would surface as the app's own error (a 400 "error
+    parsing the body", or a 500 once a response had started)."""
 
     def __init__(self, app: Any, max_bytes: int) -> None:
         self.app = app
@@ -111,35 +127,63 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        too_big = f"request body exceeds {self.max_bytes} bytes"
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await _error(413, too_big)(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
             return
+        if scope.get("method") in ("GET", "HEAD") and b"transfer-encoding" not in headers:
+            await self.app(scope, receive, send)  # no body
+            return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":
+                return  # the client went away
+            body = message.get("body", b"")
+            seen += len(body)
             if seen > self.max_bytes:
-                raise _TooBig()
-            return message
+                await self._refuse(scope, receive, send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooBig:
-            await _error(413, too_big)(scope, receive, send)
+        async def replay() -> dict:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: dict, receive: Callable, send: Callable) -> None:
+        # Connection: close: the rest of the body is never read, so the connection cannot be
+        # reused for another request
+        await _error(413, f"request body exceeds {self.max_bytes} bytes",
+                     {"Connection": "close"})(scope, receive, send)
 
 
-class _TooBig(Exception):
-    pass
-
-
-def create_app(chat: ChatService, *, max_body_bytes: int) -> Any:
+def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> Any:
     """The gateway app over a running ``ChatService`` (whose workers the caller starts and
-    stops: startup failures then surface as one clear error, not a server log)."""
+    stops: startup failures then surface as one clear error, not a server log). ``admin``
+    guards the routes that change the service's configuration (``hotshard.service.admin``)."""
     state: dict[str, Any] = {"service": chat, "started": time.monotonic(), "cpu": {}}
+
+    async def admin_only(request: Request,
+                         _: Annotated[HTTPAuthorizationCredentials | None,
+                                      Security(ADMIN_BEARER)] = None) -> None:
+        refusal = admin.refusal(request.headers, request.method,
+                                arrived_on=local_authority(request.scope.get("server")))
+        if refusal is not None:
+            raise StarletteHTTPException(refusal.status, refusal.message,
+                                         dict(refusal.headers or {}))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -235,15 +279,19 @@ def create_app(chat: ChatService, *, max_body_bytes: int) -> Any:
                 "down": down}
         return JSONResponse(body, status_code=503 if down else 200)
 
-    @app.get("/admin/mitigations", summary="What is switched on")
+    @app.get("/admin/mitigations", summary="What is switched on (admin token)",
+             responses=ADMIN_ERRORS, dependencies=[Depends(admin_only)])
     async def get_mitigations() -> dict[str, Any]:
         return service().mitigations.to_dict()
 
-    @app.post("/admin/mitigations", summary="Switch mitigations at run time (partial update)",
-              responses=ERRORS, openapi_extra={"requestBody": {"required": True, "content": {
+    @app.post("/admin/mitigations", summary="Switch mitigations at run time (partial update; "
+                                            "admin token, JSON body)",
+              responses={**ERRORS, **ADMIN_ERRORS}, dependencies=[Depends(admin_only)],
+              openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": MITIGATIONS_SCHEMA}}}})
     async def set_mitigations(request: Request) -> dict[str, Any]:
-        # parsed here, not by a model: `curl -d '{...}'` (no JSON content type) must work too
+        # parsed here, not by a model, so that a malformed body gets the field-naming
+        # messages of Mitigations.updated (admin_only has checked the content type)
         try:
             changes = json.loads(await request.body() or b"null")
         except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -1,9 +1,17 @@
-"""Run the service: check the data directory and port, start the workers, load, serve HTTP.
+"""Run the service: check the load file, the port and the data directory, start the workers,
+load, serve HTTP.
 
-Everything that can be wrong with a user's request (a data directory laid out for another shard
-count, a port in use, a file that cannot be loaded) is found before a worker starts, and raised
-as one ``HotshardError``; the listening socket is bound here, so ``port=0`` picks a free port
-and the caller learns which.
+Everything that can be wrong with a user's request (a file that cannot be loaded, a port in
+use, a data directory laid out for another shard count, or one that already holds messages
+when a load was not asked to append) is found before a worker starts, and raised as one
+``HotshardError``; the listening socket is bound here, so ``port=0`` picks a free port and the
+caller learns which.
+
+A start that fails before it serves leaves the data directory as it found it: a directory it
+created is removed; in one that existed, the files it added (databases, logs, the layout
+record, the lock) are removed, and a load is all-or-nothing (``hotshard.service.load``). What
+it creates is its owner's alone: the directory 0700, databases and files 0600 (chat history is
+user content).
 """
 
 from __future__ import annotations
@@ -13,7 +21,11 @@ import contextlib
 import errno
 import fcntl
 import json
+import os
+import re
+import shutil
 import socket
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +35,14 @@ from hotshard.errors import HotshardError, InputError
 from hotshard.service.mitigations import Mitigations
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
-__all__ = ["LAYOUT_RECORD", "ServeConfig", "open_data_dir", "running_service", "serve"]
+__all__ = ["LAYOUT_RECORD", "Listening", "ServeConfig", "open_data_dir", "running_service",
+           "serve", "stored_messages"]
 
 LAYOUT_RECORD = "hotshard-serve.json"
 LOCK_FILE = ".hotshard-serve.lock"
+# The files a start may add to a data directory (removed again if that start fails).
+_OURS = re.compile(r"^(shard-\d{3}\.(sqlite3(-wal|-shm|-journal)?|log)|splits\.json(\..*)?|"
+                   + re.escape(LAYOUT_RECORD) + "|" + re.escape(LOCK_FILE) + ")$")
 
 
 @dataclass(frozen=True)
@@ -44,19 +60,62 @@ class ServeConfig:
     mitigations: Mitigations = field(default_factory=Mitigations)
     load: str | None = None
     store: str | None = None  # None: SQLite shard processes; redis-cluster://HOST:PORT
+    append: bool = False  # load into a data directory that already holds messages
+    admin_token: str | None = None  # None: a new random one (see Listening.admin_token)
+
+
+@dataclass(frozen=True)
+class Listening:
+    """What ``serve`` tells its caller once it accepts requests.
+
+    Attributes
+    ----------
+    url : the service's URL (``http://HOST:PORT``; the port chosen when ``port`` was 0).
+    admin_token : send as ``Authorization: Bearer TOKEN`` to the admin routes.
+    generated : the token was generated at this start (so only this caller knows it).
+    loopback : listening on loopback only; else the chat API and metrics are open to the
+        network.
+    """
+
+    url: str
+    admin_token: str
+    generated: bool
+    loopback: bool
 
 
 @dataclass
 class DataDir:
-    """An opened data directory: its router, and the lock that keeps it ours."""
+    """An opened data directory: its router, the lock that keeps it ours, and what was there
+    before (to undo a start that fails)."""
 
     path: Path
     router: Router
     lock: IO[str]
+    created: bool = False
+    before: frozenset[str] = frozenset()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.lock.close()
+
+    def discard(self) -> None:
+        """Undo what this start made: the directory if it created it, else the files it
+        added. Called after the workers have stopped, before ``close``."""
+        if self.created:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        with contextlib.suppress(OSError):
+            for name in sorted(set(os.listdir(self.path)) - self.before):
+                if _OURS.match(name):
+                    with contextlib.suppress(OSError):
+                        (self.path / name).unlink()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, created 0600 (only the owner reads the data directory)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 def open_data_dir(config: ServeConfig) -> DataDir:
@@ -67,11 +126,21 @@ def open_data_dir(config: ServeConfig) -> DataDir:
         raise InputError(f"data directory {path} is a file: give a directory")
     if not path.parent.is_dir():
         raise InputError(f"data directory's parent {path.parent} does not exist")
+    created = False
     try:
-        path.mkdir(exist_ok=True)
-        lock = open(path / LOCK_FILE, "w")  # noqa: SIM115 (held for the service's life)
+        try:
+            path.mkdir(mode=0o700)
+            created = True
+        except FileExistsError:
+            pass
+        before = frozenset(os.listdir(path))
+        fd = os.open(path / LOCK_FILE, os.O_WRONLY | os.O_CREAT, 0o600)
+        lock = os.fdopen(fd, "w")  # held for the service's life
     except OSError as e:
+        if created:
+            shutil.rmtree(path, ignore_errors=True)
         raise InputError(f"cannot write in data directory {path}: {e.strerror}") from e
+    data = DataDir(path, None, lock, created, before)  # type: ignore[arg-type]
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -107,11 +176,55 @@ def open_data_dir(config: ServeConfig) -> DataDir:
                                  f"{had['shards']} --partitioner {had['partitioner']}, or give "
                                  "a new --data directory")
         else:
-            record.write_text(json.dumps(wanted) + "\n")
+            _write_private(record, json.dumps(wanted) + "\n")
     except BaseException:
-        lock.close()
+        data.discard()
+        data.close()
         raise
-    return DataDir(path, router, lock)
+    data.router = router
+    return data
+
+
+def stored_messages(data_dir: str | Path, shards: int) -> int:
+    """How many messages the shard databases in ``data_dir`` hold (0 when there are none).
+
+    Raises
+    ------
+    InputError
+        A shard's database cannot be read.
+    """
+    from hotshard.service.supervisor import db_path
+
+    total = 0
+    for shard in range(shards):
+        path = db_path(Path(data_dir), shard)
+        if not path.is_file():
+            continue
+        try:
+            # read-write, though it only reads: a read-only connection cannot open a WAL
+            # database whose -shm file a killed service left behind
+            db = sqlite3.connect(path)
+            try:
+                total += db.execute("SELECT count(*) FROM messages").fetchone()[0]
+            finally:
+                db.close()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                continue  # created, never written
+            raise InputError(f"cannot read {path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            raise InputError(f"cannot read {path}: {e}") from None
+    return total
+
+
+def _refuse_loading_over(data: DataDir, config: ServeConfig) -> None:
+    """A load into a directory that holds messages only when asked to append: a second load
+    of the same file would silently duplicate every message."""
+    held = stored_messages(data.path, data.router.shards)
+    if held:
+        raise InputError(f"{data.path} already holds {held:,} messages: loading {config.load} "
+                         "would add its rows to them (give --append to do that, or a new "
+                         "--data directory)")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -177,38 +290,70 @@ async def running_service(config: ServeConfig, data: DataDir, *,
         await supervisor.stop()
 
 
-def serve(config: ServeConfig, *, on_listening: Callable[[str], None] | None = None,
+def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | None = None,
           on_progress: Callable[[int, int], None] | None = None,
           on_loaded: Callable[[Any], None] | None = None) -> None:
-    """Run until interrupted (SIGINT/SIGTERM stop it gracefully)."""
+    """Run until interrupted (SIGINT/SIGTERM stop it gracefully).
+
+    ``on_listening`` receives the URL and the admin token (``Listening``) once requests are
+    accepted; a library caller that did not set ``config.admin_token`` learns it there.
+    """
     import uvicorn
 
+    from hotshard.service.admin import (
+        AdminGuard,
+        check_admin_token,
+        is_loopback,
+        new_admin_token,
+        service_names,
+    )
     from hotshard.service.gateway import create_app
+    from hotshard.service.httpguard import GuardedH11Protocol
 
+    generated = config.admin_token is None
+    token = new_admin_token() if generated else check_admin_token(config.admin_token)
+    if config.append and not config.load:
+        raise InputError("append applies to a load: give the file to load too")
     rows = None
     if config.load:
         from hotshard.service.load import check_loadable
 
         rows = check_loadable(config.load)  # a wrong file fails before anything starts
-    data = open_data_dir(config)
-    sock = bind(config.host, config.port)
+    sock = bind(config.host, config.port)  # a port in use fails before the data dir is made
     try:
+        data = open_data_dir(config)
+    except BaseException:
+        sock.close()
+        raise
+    serving = False
+    try:
+        if config.load and not config.append and not config.store:
+            _refuse_loading_over(data, config)
+        host, port = sock.getsockname()[:2]
+        guard = AdminGuard(token, service_names(config.host, port))
+
         async def main() -> None:
+            nonlocal serving
             async with running_service(config, data, on_progress=on_progress,
                                        on_loaded=on_loaded, load_rows=rows) as chat:
-                app = create_app(chat, max_body_bytes=config.max_body_bytes)
+                app = create_app(chat, max_body_bytes=config.max_body_bytes, admin=guard)
                 server = uvicorn.Server(uvicorn.Config(
                     app, log_level="warning", access_log=False, lifespan="on",
-                    timeout_graceful_shutdown=5))
-                host, port = sock.getsockname()[:2]
+                    timeout_graceful_shutdown=5, http=GuardedH11Protocol))
+                serving = True  # from here on the data is the service's: kept on any exit
                 if on_listening is not None:
                     shown = f"[{host}]" if ":" in host else host
-                    on_listening(f"http://{shown}:{port}")
+                    on_listening(Listening(f"http://{shown}:{port}", token, generated,
+                                           is_loopback(host)))
                 await server.serve(sockets=[sock])
                 if not server.started:
                     raise HotshardError("the HTTP server did not start (see the log above)")
 
         asyncio.run(main())
+    except BaseException:
+        if not serving:
+            data.discard()
+        raise
     finally:
         sock.close()
         data.close()
