@@ -60,12 +60,17 @@ def cluster(tmp_path):
             local.down(directory)
 
 
-def _data_calls(state: local.ClusterState) -> list[int]:
+def node_client(state: local.ClusterState, port: int, **kwargs):
+    """A redis-py client to one node of ``state``, logged in with the cluster's password."""
     import redis
 
+    return redis.Redis(host=state.host, port=port, password=state.password, **kwargs)
+
+
+def _data_calls(state: local.ClusterState) -> list[int]:
     out = []
     for port in state.ports:
-        stats = redis.Redis(host=state.host, port=port).info("commandstats")
+        stats = node_client(state, port).info("commandstats")
         out.append(sum(stats.get(name, {}).get("calls", 0) for name in DATA_COMMANDS))
     return out
 
@@ -75,13 +80,16 @@ def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
     r = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
                 str(tmp_path / "c"), "--no-persist")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == f"redis-cluster://127.0.0.1:{base}"
-    pids = json.loads((tmp_path / "c" / "cluster.json").read_text())["pids"]
+    recorded = json.loads((tmp_path / "c" / "cluster.json").read_text())
+    assert r.stdout.strip() == f"redis-cluster://:{recorded['password']}@127.0.0.1:{base}"
+    pids = recorded["pids"]
     try:
         assert all(Path(f"/proc/{pid}").exists() for pid in pids)
         status = run_cli("cluster", "status", "--dir", str(tmp_path / "c"), "--json")
-        nodes = json.loads(status.stdout)
+        assert status.returncode == 0, status.stderr
+        nodes = json.loads(status.stdout)["nodes"]
         assert [n["slot_count"] for n in nodes] == [5461, 5462, 5461]
+        assert {n["status"] for n in nodes} == {"ok"}
         again = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
                         str(tmp_path / "other"))
         assert again.returncode == 2 and "in use" in again.stderr
@@ -97,7 +105,8 @@ def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
 def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, nodes,
                                                                       tmp_path):
     state = cluster(nodes)
-    url = f"redis://127.0.0.1:{state.ports[0]}"
+    url = str(local.RedisURL(state.host, state.ports[0], password=state.password,
+                             scheme="redis"))
     predicted = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", url,
                         "--json")
     assert predicted.returncode == 0, predicted.stderr
@@ -105,8 +114,8 @@ def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, 
     shares = [s["share"] for s in sorted(doc["shards"], key=lambda s: s["shard"])]
     before = _data_calls(state)
     out = tmp_path / "obs.json"
-    r = run_cli("drive", f"redis-cluster://127.0.0.1:{state.ports[0]}", "--keys", PROFILE,
-                "--rps", "3000", "--duration", "10s", "--seed", "5", "-q", "-o", str(out))
+    r = run_cli("drive", state.url, "--keys", PROFILE, "--rps", "3000", "--duration", "10s",
+                "--seed", "5", "-q", "-o", str(out))
     assert r.returncode == 0, r.stderr
     calls = [a - b for a, b in zip(_data_calls(state), before, strict=True)]
     total = sum(calls)
@@ -134,7 +143,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
     from tests.service._traffic import all_pages, serve
 
     state = cluster(3)
-    store = f"redis-cluster://127.0.0.1:{state.ports[0]}"
+    store = state.url
     history = tmp_path / "m.parquet"
     made = run_cli("generate", "--dist", "zipf:1.1:200", "--events", "5000", "--seed", "2",
                    "-o", str(history))
@@ -157,9 +166,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
         r = svc.post("/admin/mitigations", json={"replicas": 1}, headers=svc.admin_headers)
         assert r.status_code == 400 and "cluster up --replicas 1" in r.json()["error"]
-    import redis
-
-    streams = sum(redis.Redis(host=state.host, port=p).dbsize() for p in state.ports)
+    streams = sum(node_client(state, p).dbsize() for p in state.ports)
     assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets
 
 
@@ -182,19 +189,17 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     """Reshard one slot under a client that loaded the old map: its command is redirected
     (MOVED), it follows, updates its map, and reports no error."""
 
-    import redis
-
     from hotshard.cluster.resp import RespCluster
 
     state = cluster(3)
     key = "chat:{moving}"
-    admin = [redis.Redis(host=state.host, port=p, decode_responses=True) for p in state.ports]
+    admin = [node_client(state, p, decode_responses=True) for p in state.ports]
     slot = int(admin[0].execute_command("CLUSTER", "KEYSLOT", key))
-    client = RespCluster(state.host, state.ports[0])
+    client = RespCluster(state.host, state.ports[0], password=state.password)
     client.refresh()
     old = client.node_of(key)
     target_port = next(p for p in state.ports if f"{state.host}:{p}" != old)
-    target_id = redis.Redis(host=state.host, port=target_port,
+    target_id = node_client(state, target_port,
                             decode_responses=True).execute_command("CLUSTER", "MYID")
     for a in admin:  # move the (empty) slot: every node is told its new owner
         a.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
@@ -202,7 +207,7 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     error, _ = _xadd_once(client, key)
     assert error is None and client.redirects >= 1
     assert client.node_of(key) == f"{state.host}:{target_port}"
-    assert redis.Redis(host=state.host, port=target_port).xlen(key) == 1
+    assert node_client(state, target_port).xlen(key) == 1
 
 
 def test_client_follows_ask_while_a_slot_migrates(cluster):
@@ -210,16 +215,13 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
     answered with ASK: the client sends ASKING then the command to the target, once, without
     changing its map (the slot still belongs to the source)."""
 
-    import redis
-
     from hotshard.cluster.resp import RespCluster
 
     state = cluster(3)
     key = "chat:{asked}"
-    admin = {p: redis.Redis(host=state.host, port=p, decode_responses=True)
-             for p in state.ports}
+    admin = {p: node_client(state, p, decode_responses=True) for p in state.ports}
     slot = int(admin[state.ports[0]].execute_command("CLUSTER", "KEYSLOT", key))
-    client = RespCluster(state.host, state.ports[0])
+    client = RespCluster(state.host, state.ports[0], password=state.password)
     client.refresh()
     source = client.node_of(key)
     source_port = int(source.rsplit(":", 1)[1])
@@ -242,15 +244,13 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
 def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
     """`cluster up --replicas 1`; serve --store --replicas 1 reads the hot channel from the
     master and its replica in turn (the replica's own command count rises)."""
-    import redis
-
     from tests.service._traffic import serve
 
     base = _free_base(6)
     state = local.up(tmp_path / "c", nodes=3, port=base, replicas=1, persist=False)
     try:
         assert len(state.ports) == 6
-        store = f"redis-cluster://127.0.0.1:{base}"
+        store = state.url
         replicas = local.replica_map(store)
         assert all(len(r) == 1 for r in replicas.values()) and len(replicas) == 3
         with serve(tmp_path / "data", "--store", store, "--replicas", "1",
@@ -259,11 +259,11 @@ def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
                                  json={"user": "u", "body": "x"}).headers["x-shard"])
             node = sorted(replicas, key=lambda a: int(a.rsplit(":", 1)[1]))[shard]
             replica_port = int(replicas[node][0].rsplit(":", 1)[1])
-            before = redis.Redis(port=replica_port).info("commandstats").get(
+            before = node_client(state, replica_port).info("commandstats").get(
                 "cmdstat_xrevrange", {}).get("calls", 0)
             time.sleep(0.2)  # asynchronous replication: let the write reach the replica
             pages = [svc.get("/channels/hot1/messages").json()["messages"] for _ in range(20)]
-            after = redis.Redis(port=replica_port).info("commandstats").get(
+            after = node_client(state, replica_port).info("commandstats").get(
                 "cmdstat_xrevrange", {}).get("calls", 0)
         assert after - before >= 5  # the replica served some of the 20 reads
         assert all(len(p) == 1 for p in pages), [len(p) for p in pages]

@@ -7,7 +7,11 @@ Reads are ``XREVRANGE chat:{<channel>} + - COUNT 50``, writes ``XADD`` (capped w
 any command on any key name: words separated by spaces, ``{key}`` replaced by the key and
 ``{body}`` by a payload of the profile's size. The client (``cluster.resp``) follows
 MOVED/ASK redirections itself (a resharding is not an error) and knows which node serves a
-key from its slot map: that is the per-node breakdown.
+key from its slot map: that is the per-node breakdown. A failure is never a status code: it
+is a ``TransportError`` named after Redis's own error code (``redis CLUSTERDOWN``) or the
+missing answer (``connection refused``, ``timeout``), counted in the row of the node the
+command was sent to. The URL may carry the cluster's password
+(``redis-cluster://:PASSWORD@HOST:PORT``, as ``hotshard cluster up`` prints it).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ class RedisClusterTarget:
 
     def __init__(self, url: str, *, read: str | None = None, write: str | None = None,
                  timeout: float = 30.0) -> None:
-        from hotshard.cluster.local import _parse_address
+        from hotshard.cluster.local import parse_url
 
-        self.url = url
-        self.host, self.port = _parse_address(url)
+        self.address = parse_url(url)
+        self.url = self.address.redacted()  # what messages and results show: no password
+        self.host, self.port = self.address.host, self.address.port
         self.read = _command(read or DEFAULT_READ, "read")
         self.write = _command(write or DEFAULT_WRITE, "write")
         self.timeout = timeout
@@ -46,16 +51,21 @@ class RedisClusterTarget:
 
     async def _connect(self) -> Any:
         if self._client is None:
+            import asyncio
+
             from hotshard.cluster.resp import RespCluster
 
-            client = RespCluster(self.host, self.port, timeout=self.timeout)
-            client.refresh()
+            client = RespCluster(self.host, self.port, timeout=self.timeout,
+                                 username=self.address.username,
+                                 password=self.address.password)
+            await asyncio.to_thread(client.refresh)  # blocking redis-py, bounded by timeout
             self._client = client
         return self._client
 
     async def check(self) -> None:
-        """Load the slot map, or InputError saying why the cluster is unusable (unreachable,
-        not a cluster, not cluster_state:ok)."""
+        """Load the slot map, or InputError saying why the cluster is unusable: unreachable,
+        silent or not a Redis server within ``timeout``, a missing or wrong password, not a
+        cluster, not cluster_state:ok."""
         await self._connect()
 
     def warm(self, keys: list[str]) -> None:
@@ -73,21 +83,33 @@ class RedisClusterTarget:
         store_key = next(a for a, w in zip(args, words, strict=True) if "{key}" in w)
         return store_key, encode_command(args)
 
-    async def send(self, command: tuple[str, bytes]) -> tuple[int, str | None, float]:
-        client = await self._connect()
-        key, data = command
+    async def send(self, command: tuple[str, bytes]) -> tuple[int, str, float]:
+        """(200, node that answered, loop time the command was written) of one command.
+
+        Raises
+        ------
+        TransportError
+            Any failure, its ``shard`` the node the command was sent to: an error reply as
+            ``redis`` and Redis's error code (``redis CLUSTERDOWN``, ``redis LOADING``,
+            ``redis ERR``, ``redis too many redirections (MOVED storm)``), or no answer
+            (``connection refused``, ``connection error``, ``connect timeout``, ``timeout``).
+        """
         import asyncio
 
-        from hotshard.cluster.resp import RespError
+        from hotshard.cluster.resp import RespError, error_kind
         from hotshard.drive.transport import TransportError
 
+        client = await self._connect()
+        key, data = command
         node = client.node_of(key)
         written = asyncio.get_running_loop().time()
         try:
-            error = await client.execute(key, data)
+            node, error, _ = await client.send(key, data)
         except RespError as e:
-            raise TransportError(e.kind) from None
-        return (500 if error else 200), node, written
+            raise TransportError(e.kind, shard=e.node or node) from None
+        if error is not None:
+            raise TransportError(error_kind(error), shard=node)
+        return 200, node, written
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
@@ -95,14 +117,16 @@ class RedisClusterTarget:
             await client.aclose()
 
 
-def node_stats(url: str) -> dict | None:
-    """Per-node CPU seconds and commands, in the shape of the reference service's /stats."""
+def node_stats(url: str, *, timeout: float = 2.0) -> dict | None:
+    """Per-node CPU seconds and commands, in the shape of the reference service's /stats;
+    the masters that serve slots, numbered as ``predict --slots-from`` numbers them (an
+    unreachable one keeps its number, without figures). None when no node answers."""
     from hotshard.cluster.local import status
 
     try:
-        nodes = status(url)
+        masters = status(url, timeout=timeout).masters
     except Exception:
         return None
     return {"shards": [{"id": i, "node": n.address, "cpu_seconds": n.cpu_seconds,
                         "commands": n.commands, "replicas": []}
-                       for i, n in enumerate(nodes)]}
+                       for i, n in enumerate(masters)]}

@@ -1,17 +1,18 @@
 """The service's shards on a Redis Cluster: a stream per channel instead of SQLite files.
 
-``hotshard serve --store redis-cluster://HOST:PORT`` keeps each channel's history in the stream
-``chat:{<partition key>}`` (the key inside a hash tag, so its slot is the key's own slot, as
-``hotshard shard -p redis-cluster`` computes it). A "shard" is a master node, numbered by
-address as ``predict --slots-from`` numbers them; the time-bucket split's sub-partition keys
-(``CHANNEL#s``) hash to their own slots, probed onto different nodes. Message ids are issued
-by the gateway (time-ordered, the node's number in the low 10 bits, as the SQLite store does)
-and written as the stream entry id ``<ms>-<low 22 bits>``, so paging by ``before`` is an
-exclusive ``XREVRANGE``. Durability is Redis's: a write is acknowledged once the node applied
-it; with ``appendfsync everysec`` a crash of the machine (not of the process) can lose up to
-about a second of acknowledged writes. Read replicas are the cluster's own replica nodes
-(``cluster up --replicas R``), read with READONLY: Redis replicates asynchronously, so a
-replica read can miss the last writes (typically under a millisecond on loopback).
+``hotshard serve --store redis-cluster://:PASSWORD@HOST:PORT`` (the URL ``hotshard cluster up``
+prints) keeps each channel's history in the stream ``chat:{<partition key>}`` (the key inside a
+hash tag, so its slot is the key's own slot, as ``hotshard shard -p redis-cluster`` computes
+it). A "shard" is a master node, numbered by address as ``predict --slots-from`` numbers them;
+the time-bucket split's sub-partition keys (``CHANNEL#s``) hash to their own slots, probed onto
+different nodes. Message ids are issued by the gateway (time-ordered, the node's number in the
+low 10 bits, as the SQLite store does) and written as the stream entry id ``<ms>-<low 22
+bits>``, so paging by ``before`` is an exclusive ``XREVRANGE``. Durability is Redis's: a write
+is acknowledged once the node applied it; with ``appendfsync everysec`` a crash of the machine
+(not of the process) can lose up to about a second of acknowledged writes. Read replicas are
+the cluster's own replica nodes (``cluster up --replicas R``), read with READONLY: Redis
+replicates asynchronously, so a replica read can miss the last writes (typically under a
+millisecond on loopback).
 """
 
 from __future__ import annotations
@@ -122,10 +123,11 @@ class RedisBackend:
     """The Supervisor's interface over a Redis Cluster's masters."""
 
     def __init__(self, url: str) -> None:
-        from hotshard.cluster.local import _parse_address
+        from hotshard.cluster.local import parse_url
 
-        self.url = url
-        self.host, self.port = _parse_address(url)
+        self.address = parse_url(url)  # with the cluster's password, if the URL gives one
+        self.url = self.address.redacted()
+        self.host, self.port = self.address.host, self.address.port
         self.client: Any = None
         self.nodes: list[str] = []
         self.pids: list[int | None] = []
@@ -136,23 +138,24 @@ class RedisBackend:
         """(slot -> node index, node addresses): the Router's layout."""
         from hotshard.cluster.local import live_slot_map
 
-        slot_node, nodes = live_slot_map(self.url)
+        slot_node, nodes = live_slot_map(self.address)
         self.nodes = nodes
         return slot_node, nodes
 
     async def start(self) -> None:
-        from hotshard.cluster.local import _client
+        from hotshard.cluster.local import _ask
         from hotshard.cluster.resp import RespCluster
 
-        self.client = RespCluster(self.host, self.port)
+        self.client = RespCluster(self.host, self.port, username=self.address.username,
+                                  password=self.address.password)
         self.client.refresh()
         if not self.nodes:
             self.slot_map()
         self.pids = []
         for address in self.nodes:
-            host, _, port = address.rpartition(":")
             try:
-                self.pids.append(int(_client(host, int(port)).info("server")["process_id"]))
+                info = _ask(self.address.at(address), "INFO", "server")
+                self.pids.append(int(info["process_id"]))
             except Exception:
                 self.pids.append(None)
         self._clients = [_NodeClient(self, i) for i in range(len(self.nodes))]
