@@ -58,7 +58,7 @@ def test_profile_refuses_bad_counts_cells(tmp_path, cell, words):
     (tmp_path / "counts.csv").write_text(f"k,n\na,4\nb,{cell}\nc,2\n")
     res = run_cli("profile", "counts.csv", "--key", "k", "--counts", "n", "-o", "p.json",
                   cwd=tmp_path)
-    line = assert_refused(res, tmp_path, "p.json", "counts column 'n'", "row 2 of counts.csv",
+    line = assert_refused(res, tmp_path, "p.json", "counts column 'n'", "line 3 of counts.csv",
                           *words)
     assert "--counts" not in line  # the library names the column, not the flag
 
@@ -254,3 +254,22 @@ def test_a_missing_choice_option_is_one_line():
     res = run_cli("shard", "foo", "-n", "3")
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1 and "Choose from: redis-cluster" in lines[0]
+
+
+# a malformed CSV row: the line a person must fix and why, from fit and profile alike
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("key,n\na,1\nb,2,3\nc,3\n", ("line 3 has 3 fields where the header has 2 (key, n)",)),
+        ("key,n\na,1\nb,x\nc,3\n", ("'x'", "line 3")),
+        ("key\tn\na\t1\nb\t2\t3\n", ("line 3 has 3 fields",)),
+    ],
+)
+@pytest.mark.parametrize("command", ["fit", "profile"])
+def test_a_malformed_csv_row_is_named_by_its_line(tmp_path, text, words, command):
+    name = "in.tsv" if "\t" in text else "in.csv"
+    (tmp_path / name).write_text(text)
+    args = (["fit", name, "--column", "n"] if command == "fit" else
+            ["profile", name, "--key", "key", "--counts", "n", "-o", "p.json"])
+    res = run_cli(*args, cwd=tmp_path)
+    assert_refused(res, tmp_path, "p.json" if command == "profile" else None, *words)

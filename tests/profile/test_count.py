@@ -173,15 +173,15 @@ def test_bad_input(tmp_path, monkeypatch, make, kwargs, message):
 @pytest.mark.parametrize(
     ("cell", "message"),
     [
-        ("NaN", r"holds a NaN value \(NaN\) at row 3 of .*c\.csv"),
-        ("1e30", r"holds a count of 2\^53 or more \(1e30\) at row 3 of .*c\.csv"),
-        ("-2", r"holds a negative count \(-2\) at row 3 of .*c\.csv"),
-        ("2.5", r"holds a fractional count \(2\.5\) at row 3 of .*c\.csv"),
-        ("inf", r"holds an infinite count \(inf\) at row 3 of .*c\.csv"),
-        ("", r"holds an empty cell at row 3 of .*c\.csv"),
+        ("NaN", r"holds a NaN value \(NaN\) at line 4 of .*c\.csv"),
+        ("1e30", r"holds a count of 2\^53 or more \(1e30\) at line 4 of .*c\.csv"),
+        ("-2", r"holds a negative count \(-2\) at line 4 of .*c\.csv"),
+        ("2.5", r"holds a fractional count \(2\.5\) at line 4 of .*c\.csv"),
+        ("inf", r"holds an infinite count \(inf\) at line 4 of .*c\.csv"),
+        ("", r"holds an empty cell at line 4 of .*c\.csv"),
     ],
 )
-def test_bad_counts_cell_named_with_its_row(tmp_path, cell, message):
+def test_bad_counts_cell_named_with_its_line(tmp_path, cell, message):
     (tmp_path / "c.csv").write_text(f"k,n\na,4\nb,1\nc,{cell}\nd,2\n")
     with pytest.raises(InputError, match=message) as err:
         count_profile([str(tmp_path / "c.csv")], key="k", counts="n")
@@ -195,8 +195,8 @@ def test_bad_count_after_the_type_sample_is_not_rounded(tmp_path):
     (tmp_path / "c.jsonl").write_text("".join(
         json.dumps({"k": int(k), "n": float(n) if "." in n else int(n)}) + "\n"
         for k, n in (r.split(",") for r in rows)))
-    for name in ("c.csv", "c.jsonl"):
-        with pytest.raises(InputError, match=r"fractional count \(2\.5\) at row 30,001 of"):
+    for name, line in (("c.csv", "30,002"), ("c.jsonl", "30,001")):  # the CSV's header
+        with pytest.raises(InputError, match=rf"fractional count \(2\.5\) at line {line} of"):
             count_profile([str(tmp_path / name)], key="k", counts="n")
 
 
@@ -207,7 +207,7 @@ def test_bad_counts_in_parquet_and_in_a_second_file(tmp_path):
         count_profile([str(tmp_path / "a.parquet")], key="k", counts="n")
     (tmp_path / "ok.csv").write_text("k,n\na,1\n")
     (tmp_path / "bad.csv").write_text("k,n\na,1\nb,1\nc,-1\nd,-5\n")
-    with pytest.raises(InputError, match=r"\(-1\) at row 3 of .*bad\.csv \(2 bad cells"):
+    with pytest.raises(InputError, match=r"\(-1\) at line 4 of .*bad\.csv \(2 bad cells"):
         count_profile([str(tmp_path / "ok.csv"), str(tmp_path / "bad.csv")], key="k",
                       counts="n")
 

@@ -57,7 +57,7 @@ def test_histogram_with_header(tmp_path):
         ("1 2\n3\n", {}, "line 1 has several fields"),
         ("a,b\n1,2\n", {"column": "c"}, "no column 'c'; its header is: a,b"),
         ("a,b\nx,2\ny,3\n", {"column": "a"}, "non-numeric values such as 'x'"),
-        ("a,b\n1,2\n,3\n", {"column": "a"}, "1 empty cells"),
+        ("a,b\n1,2\n,3\n", {"column": "a"}, "1 empty cell, the first at line 3"),
         ("v\tc\n1\t2\t3\n", {"histogram": True}, "expected 'value<TAB>count'"),
         ("v\tc\n", {"histogram": True}, "header but no histogram rows"),
         ("1\tx\n", {"histogram": True}, "count on row 1: 'x' is not a number"),

@@ -310,15 +310,22 @@ def _describe_count(value: object) -> str:
 
 
 def bad_count_error(column: str, value: object, *, bad_cells: int, file: str | None = None,
-                    row: int | None = None) -> InputError:
+                    row: int | None = None, header_lines: int | None = None) -> InputError:
     """The error for a counts column whose first offending cell is ``value``.
 
     Engines find the cell (and, where cheap, its file and 1-based data row); the wording is
-    shared so every engine says the same thing.
+    shared so every engine says the same thing. A text table (``header_lines`` before its
+    data) is named by line, as an editor shows it; JSON lines' rows are their lines.
     """
     where = ""
     if file is not None:
-        where = f" at row {row:,} of {file}" if row is not None else f" in {file}"
+        if row is not None and header_lines is not None:
+            where = f" at line {row + header_lines:,} of {file}"
+        elif row is not None:
+            where = f" at {'line' if file.endswith(('.json', '.jsonl', '.ndjson')) else 'row'}" \
+                    f" {row:,} of {file}"
+        else:
+            where = f" in {file}"
     more = f" ({bad_cells:,} bad cells in all)" if bad_cells > 1 else ""
     return InputError(f"counts column {column!r} holds {_describe_count(value)}{where}{more}: "
                       f"{COUNT_RULE}; fix or drop those rows")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from hotshard._files import require_file
+from hotshard._files import csv_row_problem, require_file
 from hotshard.errors import InputError
 
 __all__ = ["FitInput", "HeaderLineError", "read_fit_input"]
@@ -201,9 +201,16 @@ def _read_table(path: str, column: str) -> FitInput:
                 raise InputError(
                     f"{path} has no column {column!r}; its header is: {header}"
                 ) from None
+            import io
+
+            problem = csv_row_problem(io.StringIO(data.decode(errors="replace"), newline=""),
+                                      delimiter=_sniff_delimiter(path, first))
             raise InputError(
+                f"{path} {problem}: fix or drop that row" if problem else
                 f"{path}: cannot parse column {column!r}: {_first_line(exc)}"
             ) from None
+        return FitInput(_column_values(table.column(column), path, column, header_lines=1),
+                        None, path)
     return FitInput(_column_values(table.column(column), path, column), None, path)
 
 
@@ -227,18 +234,27 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _column_values(col, path: str, column: str) -> NDArray:
+def _column_values(col, path: str, column: str, header_lines: int | None = None) -> NDArray:
+    """The column as numbers; else name its first bad cell by line (a text table with
+    ``header_lines`` lines before the data) or by row (Parquet)."""
     import pyarrow as pa
 
+    def where(index: int) -> str:
+        return (f"line {index + 1 + header_lines:,}" if header_lines is not None
+                else f"row {index + 1:,}")
+
     if col.null_count:
-        raise InputError(f"{path}: column {column!r} has {col.null_count} empty cells")
+        first = col.is_null().to_pylist().index(True)
+        raise InputError(f"{path}: column {column!r} has {col.null_count} empty cell"
+                         f"{'s' if col.null_count > 1 else ''}, the first at {where(first)}")
     if len(col) == 0:
         raise InputError(f"{path}: column {column!r} has no rows")
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-        sample = col.slice(0, 50).to_pylist()
-        bad = next((v for v in sample if not _is_number(str(v).encode())), sample[0])
+        values = col.to_pylist()
+        index = next((i for i, v in enumerate(values) if not _is_number(str(v).encode())), 0)
         raise InputError(
-            f"{path}: column {column!r} holds non-numeric values such as {bad!r}"
+            f"{path}: column {column!r} holds non-numeric values such as {values[index]!r} "
+            f"at {where(index)}"
         )
     return col.to_numpy()
 

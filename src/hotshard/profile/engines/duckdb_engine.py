@@ -111,6 +111,7 @@ def _check_columns(s: _Session) -> dict[str, str]:
                          "give events as JSON lines (one object per line) instead")
     for col in s.spec.columns():
         if col not in types:
+            _malformed_csv(s)  # a row of another width makes the sniffer see one column
             raise InputError(
                 f"no column {col!r} in the input; its columns are: {', '.join(types)}"
             )
@@ -121,6 +122,19 @@ def _check_columns(s: _Session) -> dict[str, str]:
         example = f" such as {bad[0]!r}" if bad else ""
         raise InputError(f"size column {col!r} holds non-numeric values{example}")
     return types
+
+
+def _malformed_csv(s: _Session) -> None:
+    """InputError naming the first malformed line of a CSV input, if one has one."""
+    if s.spec.fmt != "csv":
+        return
+    from hotshard._files import csv_row_problem, open_text
+
+    for file in s.spec.files:
+        with open_text(file) as handle:
+            problem = csv_row_problem(handle)
+        if problem:
+            raise InputError(f"{file} {problem}: fix or drop that row")
 
 
 def _numeric(col_type: str) -> bool:
@@ -187,7 +201,8 @@ def _check_counts(s: _Session, value: str, types: dict[str, str]) -> None:
     row = s.sql(f"SELECT hotshard_row FROM (SELECT row_number() OVER () AS hotshard_row, "
                 f"{col} FROM {src}) WHERE {bad} LIMIT 1").fetchone()
     raise bad_count_error(s.spec.counts, cell, bad_cells=n_bad, file=file,
-                          row=int(row[0]) if row else None)
+                          row=int(row[0]) if row else None,
+                          header_lines=1 if s.spec.fmt == "csv" else None)
 
 
 def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
