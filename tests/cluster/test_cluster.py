@@ -10,61 +10,20 @@ spread by its mean and variance) is ~0.1 pp here, so 1 pp is over 3 sd of their 
 from __future__ import annotations
 
 import json
-import os
-import random
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
 from hotshard.cluster import local
+from tests.cluster._clusters import free_base as _free_base  # benchmarks import it here
+from tests.cluster._clusters import node_client
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
 
 PROFILE = str(ROOT / "examples" / "incident-event.profile.json")
 DATA_COMMANDS = ("cmdstat_xrevrange", "cmdstat_xadd")
-
-
-def _free_base(n: int) -> int:
-    rng = random.Random(os.getpid())
-    for _ in range(200):
-        base = rng.randrange(10000, 20000)  # bus ports +10000 stay below the ephemeral range
-        ok = True
-        for port in [*range(base, base + n), *range(base + 10000, base + 10000 + n)]:
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port range")
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    started = []
-
-    def start(nodes: int) -> local.ClusterState:
-        state = local.up(tmp_path / f"c{nodes}", nodes=nodes, port=_free_base(nodes),
-                         persist=False)
-        started.append(tmp_path / f"c{nodes}")
-        return state
-
-    yield start
-    for directory in started:
-        if (directory / local.STATE_FILE).exists():
-            local.down(directory)
-
-
-def node_client(state: local.ClusterState, port: int, **kwargs):
-    """A redis-py client to one node of ``state``, logged in with the cluster's password."""
-    import redis
-
-    return redis.Redis(host=state.host, port=port, password=state.password, **kwargs)
 
 
 def _data_calls(state: local.ClusterState) -> list[int]:

@@ -1,0 +1,87 @@
+"""Helpers of the cluster tests: a free port range, a logged-in admin client, fake peers.
+
+A fake peer is what a driver can meet at the end of a redis:// URL that is not a healthy
+Redis: ``http`` answers anything with an HTTP 400 (a web server), ``silent`` accepts and never
+answers (a hung listener, or a frozen node), ``reply`` answers every command with one fixed
+RESP reply (``-LOADING ...``; ``{port}`` in it is the peer's own port, so ``-MOVED 1
+127.0.0.1:{port}`` redirects to itself forever), so the client's error naming is checked
+without having to bring a real node into that state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import socket
+import threading
+from collections.abc import Iterator
+
+from hotshard.cluster import local
+
+_COMMAND = re.compile(rb"(?:^|\r\n)\*\d+\r\n")
+
+
+def free_base(n: int) -> int:
+    """A port P with P..P+n-1 and their cluster bus ports (+10000) free on 127.0.0.1."""
+    rng = random.Random(os.getpid())
+    for _ in range(200):
+        base = rng.randrange(10000, 20000)  # bus ports +10000 stay below the ephemeral range
+        ok = True
+        for port in [*range(base, base + n), *range(base + 10000, base + 10000 + n)]:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range")
+
+
+def node_client(state: local.ClusterState, port: int, **kwargs):
+    """A redis-py client to one node of ``state``, logged in with the cluster's password."""
+    import redis
+
+    return redis.Redis(host=state.host, port=port, password=state.password, **kwargs)
+
+
+@contextlib.contextmanager
+def fake_peer(kind: str, reply: bytes = b"") -> Iterator[int]:
+    """A listener on a free 127.0.0.1 port behaving as ``kind`` (see above), in a thread;
+    yields its port, closes it and every connection on the way out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    reply = reply.replace(b"{port}", str(listener.getsockname()[1]).encode())
+    connections: list[socket.socket] = []
+
+    def serve(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                if kind == "http":
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+                                 b"Connection: close\r\n\r\n")
+                elif kind == "reply":
+                    conn.sendall(reply * len(_COMMAND.findall(data)))
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                connections.append(conn)
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()
