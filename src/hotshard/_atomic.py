@@ -17,7 +17,7 @@ from typing import IO
 
 from hotshard.errors import InputError
 
-__all__ = ["atomic_write", "check_writable", "is_special"]
+__all__ = ["atomic_write", "check_writable", "is_special", "why_not_a_directory"]
 
 
 def is_special(path: str | os.PathLike[str]) -> bool:
@@ -28,6 +28,19 @@ def is_special(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def why_not_a_directory(directory: str | os.PathLike[str]) -> str:
+    """Why ``directory`` (which is not one) cannot hold a file: it or an ancestor is a file,
+    or it does not exist. "does not exist" for ``notes.txt/out/`` would send the user looking
+    for a directory to create, when a file is in the way."""
+    d = Path(directory)
+    for ancestor in (d, *d.parents):
+        if ancestor.exists():
+            if ancestor.is_dir():
+                break
+            return f"{ancestor} is a file, not a directory"
+    return f"directory {d} does not exist (create it first, or name a file in an existing one)"
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:
@@ -46,11 +59,8 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     if target.is_dir():
         raise InputError(f"cannot write {target}: it is a directory; name a file inside it")
     directory = target.parent
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"cannot write {target}: {directory} is a file, not a directory")
     if not directory.is_dir():
-        raise InputError(f"cannot write {target}: directory {directory} does not exist "
-                         "(create it first, or name a file in an existing one)")
+        raise InputError(f"cannot write {target}: {why_not_a_directory(directory)}")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {target}: no permission to write in {directory}")
     if target.exists() and not os.access(target, os.W_OK):

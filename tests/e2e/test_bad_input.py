@@ -273,3 +273,13 @@ def test_a_malformed_csv_row_is_named_by_its_line(tmp_path, text, words, command
             ["profile", name, "--key", "key", "--counts", "n", "-o", "p.json"])
     res = run_cli(*args, cwd=tmp_path)
     assert_refused(res, tmp_path, "p.json" if command == "profile" else None, *words)
+
+
+# an output whose parent is a file: say the file is in the way, not "does not exist"
+@pytest.mark.parametrize("output", ["notes.txt/out.json", "notes.txt/deeper/out.json"])
+def test_an_output_under_a_file_names_the_file_in_the_way(tmp_path, output):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    res = run_cli("generate", "--dist", "uniform:10", "--events", "10", "-o", output,
+                  cwd=tmp_path)
+    assert_refused(res, tmp_path, None, "notes.txt is a file, not a directory")
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
