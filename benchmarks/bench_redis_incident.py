@@ -42,7 +42,7 @@ def node_counters(state) -> list[tuple[float, int]]:
 
     out = []
     for port in state.ports:
-        client = redis.Redis(host=state.host, port=port)
+        client = redis.Redis(host=state.host, port=port, password=state.password)
         cpu = client.info("cpu")
         calls = client.info("commandstats")
         out.append((float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]),
@@ -101,8 +101,8 @@ def main() -> None:
 
             def bench() -> dict:
                 proc = subprocess.run(
-                    ["redis-benchmark", "--cluster", "-h", state.host, "-p",
-                     str(state.ports[0]), "-r", "300000", "-n", str(int(args.rate * 20)),
+                    ["redis-benchmark", "--cluster", "-h", state.host, "-a", state.password,
+                     "-p", str(state.ports[0]), "-r", "300000", "-n", str(int(args.rate * 20)),
                      "-t", "get,set", "-q", "-c", "20"], capture_output=True, text=True)
                 rates = [float(line.split(":")[1].split()[0]) for line in
                          proc.stdout.replace("\r", "\n").splitlines()
