@@ -350,3 +350,41 @@ def test_a_real_nodes_clusterdown_reply_is_named(cluster):
 
     error = asyncio.run(run())
     assert (error.kind, error.shard) == ("redis CLUSTERDOWN", state.addresses[1])
+
+
+@slow
+def test_the_client_follows_a_failover_after_its_master_is_killed(tmp_path):
+    """Kill a master of a cluster with replicas: its commands are refused (in its row) until
+    the replica takes over (node timeout 5 s, then the election); the refusals reload the
+    slot map in the background, so the commands then succeed on the promoted replica,
+    although no node ever answers MOVED for the dead one."""
+    from hotshard.drive.redis_target import RedisClusterTarget
+
+    state = local.up(tmp_path / "c", nodes=3, replicas=1, port=free_base(6), persist=False)
+    try:
+        victim = state.addresses[1]
+        target = RedisClusterTarget(state.url, timeout=1.0)
+
+        async def run() -> tuple[set, str | None]:
+            await target.check()
+            key = _key_on(target._client, victim)
+            os.kill(state.pids[1], signal.SIGKILL)
+            failures, deadline = set(), time.monotonic() + 30
+            try:
+                while time.monotonic() < deadline:
+                    try:
+                        _, node, _ = await target.send(target.build(False, key, 10, 0))
+                        return failures, node
+                    except TransportError as e:
+                        failures.add((e.kind, e.shard))
+                    await asyncio.sleep(0.02)
+                return failures, None
+            finally:
+                await target.aclose()
+
+        failures, served_by = asyncio.run(run())
+    finally:
+        local.down(tmp_path / "c")
+    assert served_by is not None and served_by not in (victim, *state.addresses[:3])
+    assert ("connection refused", victim) in failures
+    assert {shard for _, shard in failures} == {victim}

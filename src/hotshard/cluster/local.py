@@ -34,7 +34,7 @@ from hotshard.errors import HotshardError, InputError
 
 __all__ = ["ClusterState", "ClusterStatus", "NodeStatus", "NodeUnreachable", "RedisURL",
            "STATE_FILE", "check_resources", "down", "find_redis_server", "live_slot_map",
-           "parse_url", "replica_map", "status", "topology", "up"]
+           "load_state", "parse_url", "redact_url", "replica_map", "status", "topology", "up"]
 
 STATE_FILE = "cluster.json"
 REDIS_SLOTS = 16384
@@ -595,8 +595,6 @@ def load_state(directory: str | os.PathLike[str]) -> ClusterState:
     except (ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path} is damaged ({e})") from None
 
-
-_load_state = load_state  # the name earlier callers used
 
 
 def _is_our_node(pid: int, port: int) -> bool:

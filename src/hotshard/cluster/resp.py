@@ -54,6 +54,12 @@ def error_kind(error: str) -> str:
     return "redis " + (error.split(None, 1) or ["error"])[0]
 
 
+def _retrieved(fut: asyncio.Future) -> None:
+    """Mark a reply nobody awaits as seen, so a lost connection logs no stray exception."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 def encode_command(args: tuple[str, ...] | list[str]) -> bytes:
     """RESP array of bulk strings."""
     parts = [b"*%d\r\n" % len(args)]
@@ -142,6 +148,7 @@ class RespCluster:
         self.redirects = 0
         self._refreshed_at = float("-inf")
         self._refreshing: asyncio.Future | None = None
+        self._closed = False
 
     def _url(self, address: str | None = None):
         from hotshard.cluster.local import RedisURL
@@ -175,7 +182,8 @@ class RespCluster:
         REFRESH_EVERY_S) from the first of a few nodes that answers, so a failover is
         followed; each try is short, so a frozen node does not hold the thread for long."""
         loop = asyncio.get_running_loop()
-        if self._refreshing is not None or loop.time() - self._refreshed_at < REFRESH_EVERY_S:
+        if self._closed or self._refreshing is not None or \
+                loop.time() - self._refreshed_at < REFRESH_EVERY_S:
             return
         self._refreshed_at = loop.time()
         candidates = list(dict.fromkeys([f"{self.host}:{self.port}", *self.slot_node]))[:3]
@@ -190,9 +198,8 @@ class RespCluster:
         self._refreshing.add_done_callback(self._refreshed)
 
     def _refreshed(self, fut: asyncio.Future) -> None:
-        self._refreshing = None
-        if not fut.cancelled():
-            fut.exception()  # retrieved: a failed reload is tried again later
+        self._refreshing = None  # a failed reload is tried again after the next failure
+        _retrieved(fut)
 
     def slot(self, key: str) -> int:
         slot = self._slot_cache.get(key)
@@ -235,7 +242,7 @@ class RespCluster:
     def _opened(self, node: str, fut: asyncio.Future) -> None:
         self._opening.pop(node, None)
         if not fut.cancelled() and fut.exception() is not None:
-            self._refresh_soon()
+            self._refresh_soon()  # a node that cannot be reached: has its slot moved?
 
     async def _open(self, node: str, deadline: float) -> list[_Conn]:
         """Open the node's missing connections (logged in, READONLY on a replica)."""
@@ -321,8 +328,8 @@ class RespCluster:
         asking = False
         for _ in range(MAX_REDIRECTS):
             conn = await self._conn(node, key, deadline)
-            if asking:
-                conn.request(encode_command(("ASKING",)))
+            if asking:  # its +OK is not awaited; a lost connection fails the command itself
+                conn.request(encode_command(("ASKING",))).add_done_callback(_retrieved)
             try:
                 reply = await asyncio.wait_for(conn.request(data), deadline - loop.time())
             except TimeoutError:
@@ -349,6 +356,7 @@ class RespCluster:
         return node, TOO_MANY_REDIRECTS, None
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._refreshing is not None:
             self._refreshing.cancel()
         for opening in list(self._opening.values()):
