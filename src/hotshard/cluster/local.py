@@ -628,6 +628,8 @@ def down(directory: str | os.PathLike[str], *, timeout: float = 10.0) -> list[in
         if _is_our_node(pid, port):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):  # ours (up ran in this process): reap
+            os.waitpid(pid, os.WNOHANG)  # it, or it stays a zombie (a node killed earlier)
     (Path(directory) / STATE_FILE).unlink()
     return stopped
 
