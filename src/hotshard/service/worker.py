@@ -143,21 +143,24 @@ def _exit_when_parent_goes(cleanup: Callable[[], None]) -> None:
 def _cleanup_once(store: SQLiteStore, socket_path: str) -> Callable[[], None]:
     """The worker's last act (called once, from whichever exit path comes first): close the
     database if no call holds it for long, remove the socket and an emptied socket directory."""
-    done = threading.Lock()
+    lock = threading.Lock()
+    done: list[bool] = []
 
     def cleanup() -> None:
-        if not done.acquire(blocking=False):
-            return
-        with contextlib.suppress(OSError):
-            os.unlink(socket_path)
-        runtime = os.path.dirname(socket_path)
-        if os.path.basename(runtime).startswith(RUNTIME_PREFIX):
-            with contextlib.suppress(OSError):  # not empty: another worker removes it last
-                os.rmdir(runtime)
-        if store._lock.acquire(timeout=1.0):  # a long call in progress: exit; SQLite rolls back
-            store._lock.release()
-            with contextlib.suppress(Exception):
-                store.close()
+        with lock:  # a second caller waits for the first to finish before it exits
+            if done:
+                return
+            done.append(True)
+            with contextlib.suppress(OSError):
+                os.unlink(socket_path)
+            runtime = os.path.dirname(socket_path)
+            if os.path.basename(runtime).startswith(RUNTIME_PREFIX):
+                with contextlib.suppress(OSError):  # not empty: another worker removes it
+                    os.rmdir(runtime)
+            if store._lock.acquire(timeout=1.0):  # a long call in progress: exit, SQLite
+                store._lock.release()             # rolls its transaction back
+                with contextlib.suppress(Exception):
+                    store.close()
 
     return cleanup
 
