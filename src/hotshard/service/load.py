@@ -43,6 +43,7 @@ __all__ = ["LOAD_BATCH_ROWS", "LoadError", "LoadResult", "check_loadable", "load
 
 LOAD_BATCH_ROWS = 10_000
 READ_BATCH_ROWS = 100_000
+_CONTROL_CHARS = "[\\x00-\\x1f\\x7f-\\x9f]"
 # Aborting is a rollback per shard; a shard that does not answer in this time is being
 # stopped, and its uncommitted transaction dies with its process.
 ABORT_TIMEOUT_S = 10.0
@@ -82,14 +83,16 @@ def check_loadable(path: str) -> int:
     import duckdb
 
     from hotshard.service.router import CHANNEL_PATTERN, check_channel
+    from hotshard.service.store import MAX_TIME_MS, MAX_USER_CHARS
 
     con = duckdb.connect()
     try:
         query, file = _query(con, path)
-        total, bad, *_ = con.execute(
+        total, bad, long_user, control_user, no_time, first, last, _ = con.execute(
             f"SELECT count(*), min(channel) FILTER (WHERE NOT regexp_matches(channel, ?)), "
-            f"sum(length(user_id)), sum(size), max(ts_ms) FROM ({query})",
-            [CHANNEL_PATTERN, file]).fetchall()[0]
+            f"max(length(user_id)), count(*) FILTER (WHERE regexp_matches(user_id, ?)), "
+            f"count(*) FILTER (WHERE ts_ms IS NULL), min(ts_ms), max(ts_ms), sum(size) "
+            f"FROM ({query})", [CHANNEL_PATTERN, _CONTROL_CHARS, file]).fetchall()[0]
     except duckdb.Error as e:
         raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
     finally:
@@ -101,6 +104,15 @@ def check_loadable(path: str) -> int:
             raise InputError(f"{path}: {e}") from None
     if not total:
         raise InputError(f"{path} has no rows to load")
+    user_chars = MAX_USER_CHARS - 1  # stored as u<user_id>
+    if (long_user or 0) > user_chars or control_user:
+        raise InputError(f"{path}: user_id must be at most {user_chars} characters without "
+                         f"control characters (longest: {long_user})")
+    if no_time:
+        raise InputError(f"{path}: {no_time:,} rows have no timestamp")
+    if first < 0 or last > MAX_TIME_MS:
+        raise InputError(f"{path}: timestamps must be between 1970 and 2039 (message ids "
+                         "hold the time in 41 bits)")
     return int(total)
 
 
