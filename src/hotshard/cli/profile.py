@@ -10,6 +10,20 @@ from hotshard.cli._console import ProgressBar
 from hotshard.cli._options import KEY_TYPE_CHOICE, KEY_TYPE_RULE, PARTITIONER_CHOICE
 
 
+def _warn_if_shared(path: str) -> None:
+    """A secret file that its group or others may read is no secret: whoever reads it can
+    recompute every pseudonym from a list of candidate keys."""
+    import os
+    import stat
+
+    from hotshard.cli._console import warn
+
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        warn(f"secret file {path} is readable or writable by others (mode {mode:04o}): "
+             f"chmod 600 {path}")
+
+
 @click.command(epilog=KEY_TYPE_RULE)
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--key", required=True, metavar="COL", help="Column holding the partition key.")
@@ -74,6 +88,7 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
         if not secret_file:
             raise click.UsageError("--pseudonymize needs --secret-file FILE")
         secret = read_secret(secret_file)
+        _warn_if_shared(secret_file)
     placements = []
     if placement_names:
         from hotshard.profile.count import key_column_is_integer
