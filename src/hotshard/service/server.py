@@ -99,16 +99,20 @@ class DataDir:
             self.lock.close()
 
     def discard(self) -> None:
-        """Undo what this start made: the directory if it created it, else the files it
-        added. Called after the workers have stopped, before ``close``."""
-        if self.created:
-            shutil.rmtree(self.path, ignore_errors=True)
-            return
-        with contextlib.suppress(OSError):
-            for name in sorted(set(os.listdir(self.path)) - self.before):
-                if _OURS.match(name):
-                    with contextlib.suppress(OSError):
-                        (self.path / name).unlink()
+        """Undo what this start made (called after the workers have stopped)."""
+        _discard(self.path, self.created, self.before)
+
+
+def _discard(path: Path, created: bool, before: frozenset[str]) -> None:
+    """Remove the directory if this start created it, else the files it added."""
+    if created:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    with contextlib.suppress(OSError):
+        for name in sorted(set(os.listdir(path)) - before):
+            if _OURS.match(name):
+                with contextlib.suppress(OSError):
+                    (path / name).unlink()
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -140,7 +144,6 @@ def open_data_dir(config: ServeConfig) -> DataDir:
         if created:
             shutil.rmtree(path, ignore_errors=True)
         raise InputError(f"cannot write in data directory {path}: {e.strerror}") from e
-    data = DataDir(path, None, lock, created, before)  # type: ignore[arg-type]
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -178,11 +181,10 @@ def open_data_dir(config: ServeConfig) -> DataDir:
         else:
             _write_private(record, json.dumps(wanted) + "\n")
     except BaseException:
-        data.discard()
-        data.close()
+        _discard(path, created, before)
+        lock.close()
         raise
-    data.router = router
-    return data
+    return DataDir(path, router, lock, created, before)
 
 
 def stored_messages(data_dir: str | Path, shards: int) -> int:
@@ -328,6 +330,7 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
     serving = False
     try:
         if config.load and not config.append and not config.store:
+            # (a Redis Cluster's streams are not counted: the cluster may hold anything)
             _refuse_loading_over(data, config)
         host, port = sock.getsockname()[:2]
         guard = AdminGuard(token, service_names(config.host, port))
