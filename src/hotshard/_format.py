@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["count", "ms", "pct", "rps", "times"]
+__all__ = ["HUGE", "count", "ms", "pct", "rps", "times", "whole"]
 
 
 def pct(x: float) -> str:
@@ -19,19 +19,31 @@ def pct(x: float) -> str:
     return f"{v:.{digits}f}%"
 
 
+# From here on a whole number is written in powers of ten: a hand-typed 1e300 in an
+# observations file is valid JSON, and 300 digits with separators help nobody.
+HUGE = 1e15
+
+
+def whole(x: float) -> str:
+    """A whole number with thousands separators, or ``1.2e+18`` from ``HUGE`` on."""
+    return f"{x:.2g}" if abs(x) >= HUGE or not math.isfinite(x) else f"{x:,.0f}"
+
+
 def ms(x: float) -> str:
     """Milliseconds: whole from 10 ms (with thousands separators), else one or two decimals."""
-    return f"{x:,.0f} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
+    return f"{whole(x)} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
 
 
 def times(x: float) -> str:
     """A ratio: two decimals below 2x (where 1.05x and 1.5x differ), one to 10x, then whole."""
+    if x >= HUGE or not math.isfinite(x):
+        return f"{x:.2g}x"
     return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 2 else f"{x:.2f}x"
 
 
 def rps(x: float) -> str:
-    return f"{x:,.0f} req/s"
+    return f"{whole(x)} req/s"
 
 
 def count(x: float) -> str:
-    return f"{x:,.0f}"
+    return whole(x)

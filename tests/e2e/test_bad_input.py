@@ -283,3 +283,33 @@ def test_an_output_under_a_file_names_the_file_in_the_way(tmp_path, output):
                   cwd=tmp_path)
     assert_refused(res, tmp_path, None, "notes.txt is a file, not a directory")
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+# absurd but finite values (valid JSON, valid observations): answered promptly, printed in
+# powers of ten, drawn without numeric warnings leaking onto the terminal
+def _absurd(label: str, scale: float, **extra) -> dict:
+    return {"format": "hotshard.observations/1", "label": label, "rate_rps": scale,
+            "achieved_rps": scale, "duration_s": scale,
+            "latency_ms": {"p50": scale / 10, "p99": scale, "max": 1e300},
+            "shards": [{"id": str(i), "requests": 2**62 if i == 0 else 10, "p99_ms": scale,
+                        "cpu": 0.5} for i in range(4)],
+            "payload_bytes_mean": scale, "distinct_keys": 2**62, **extra}
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_absurd_but_finite_values_are_judged_and_drawn_plainly(tmp_path, scale):
+    from tests.conftest import run_cli_subprocess
+
+    (tmp_path / "prod.json").write_text(json.dumps(_absurd("production", scale)))
+    (tmp_path / "test.json").write_text(json.dumps(
+        _absurd("load test", scale, model="closed", key_generator="uniform")))
+    started = time.monotonic()
+    res = run_cli_subprocess("diagnose", "prod.json", "--baseline", "test.json", cwd=tmp_path)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert time.monotonic() - started < 60  # scipy's exact binomial tail once took hours
+    res2 = run_cli_subprocess("report", "prod.json", "test.json", "-o", "r.html", cwd=tmp_path)
+    assert res2.returncode == 0 and res2.stderr == "", res2.stderr
+    import re
+
+    for text in (res.stdout, (tmp_path / "r.html").read_text()):
+        assert not re.search(r"\d{16}|(\d{1,3},){5}\d{3}", text)  # no 16+ digit numbers

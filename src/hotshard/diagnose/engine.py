@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from hotshard._format import pct, rps, times
+from hotshard._format import count, pct, rps, times
 from hotshard.diagnose.causes import JUDGES, Evidence, finding_numbers
 from hotshard.diagnose.evidence import cost_spread, load_spread, rate_of
 from hotshard.diagnose.model import Diagnosis, Recommendation
@@ -104,8 +104,8 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
             recs.append(Recommendation(
                 f"Split the hot keys on shard {s.hottest.id}",
                 f"it carries {times(s.max_over_median)} the median shard's load: its hottest "
-                f"key needs at least {sub} sub-partitions (time buckets) on distinct shards to "
-                "come down to the median, or its reads served from replicas or a cache"))
+                f"key needs at least {count(sub)} sub-partitions (time buckets) on distinct "
+                "shards to come down to the median, or its reads served from replicas or a cache"))
     if found["hot-node"] == "fits":
         if ev.cost and ev.cost.slow_node:
             node = f"node {ev.cost.slow_node}"

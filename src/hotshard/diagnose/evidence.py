@@ -86,6 +86,12 @@ class LoadSpread:
         return 0.0
 
 
+# Beyond this many requests the binomial tail is computed by its normal approximation: with
+# n p (1 - p) above ~10^5 for any shard count here, their quantiles differ by well under 0.1%,
+# and an absurd count (2^62, or rate x duration overflowing to inf) must not hang the judge.
+EXACT_TAIL_MAX_REQUESTS = 1e8
+
+
 def _z(shards: int) -> float:
     return float(norm.isf(BAND_FALSE_ALARM / shards))
 
@@ -101,6 +107,8 @@ def _band(shards: int, requests: float, keys: float | None) -> float:
     inv_keys = 0.0 if not keys else 1.0 / keys
     sd = math.sqrt(p * (1 - p) * (inv_keys + 1.0 / max(requests, 1.0)))
     normal = 1.0 + _z(shards) * sd / p
+    if requests > EXACT_TAIL_MAX_REQUESTS:  # the normal tail is exact enough, and scipy's
+        return normal                       # binomial inverse would search for hours
     n = max(int(round(requests)), 1)
     exact = float(binom.isf(BAND_FALSE_ALARM / shards, n, p)) / (n * p)
     return max(normal, exact)

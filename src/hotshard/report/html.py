@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
-from hotshard._format import ms, times
+from hotshard._format import ms, rps, times, whole
 from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
@@ -136,7 +136,7 @@ class _Page:
 # -- header ----------------------------------------------------------------------------------
 def _run_row(obs: Observations, role: str, source: str | None) -> list[str]:
     def num(value: float | None, unit: str = "") -> str:
-        return "" if value is None else _e(f"{value:,.0f}{unit}")
+        return "" if value is None else _e(f"{whole(value)}{unit}")
 
     measured = [name for name, present in (
         ("shards", bool(obs.shards)), ("latency", obs.latency_ms is not None),
@@ -244,7 +244,7 @@ def _predicted_words(load: ShardLoad, pred: Prediction) -> str:
 
 
 def _observed_words(load: ShardLoad, obs: Observations) -> str:
-    keys = f" over {obs.distinct_keys:,} keys" if obs.distinct_keys else ""
+    keys = f" over {whole(obs.distinct_keys)} keys" if obs.distinct_keys else ""
     if load.unit == "cpu":
         median = load.median
         text = (f"In {_e(load.title)}, shard {_e(load.hottest_id)} runs at {_pct(load.peak)} "
@@ -255,7 +255,7 @@ def _observed_words(load: ShardLoad, obs: Observations) -> str:
                      f"at this CPU")
         return text + " (no request counts per shard, so CPU is shown)."
     text = (f"Shard {_e(load.hottest_id)} carries {_pct(load.peak, 1)} of the "
-            f"{load.total:,.0f} requests in {_e(load.title)}, {_times(load.max_over_mean)} "
+            f"{whole(load.total)} requests in {_e(load.title)}, {_times(load.max_over_mean)} "
             "the mean shard")
     if load.band is not None:
         high = load.band[1]
@@ -350,8 +350,7 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
                     f"{_e(base.label)}'s {_e(_ms(b99))}")
         p_rate, b_rate = rate_of(prod), rate_of(base)
         if p_rate and b_rate:
-            sentence += (f", at {p_rate:,.0f} req/s against the test's "
-                         f"{b_rate:,.0f} req/s")
+            sentence += f", at {rps(p_rate)} against the test's {rps(b_rate)}"
         text += " " + sentence + "."
         page.summary.append(sentence + ".")
     elif base is None:
@@ -593,13 +592,16 @@ def build_report(observations: Observations | Sequence[Observations], *,
                 layout, layout_note = None, f"the profile's per-shard load is not predicted: {exc}"
     page = _Page()
     header = _header(items, roles, sources, profile, profile_source, layout, notes)
-    bodies = {
-        "profile": _profile_section(page, profile),
-        "shards": _shards_section(page, items, roles, predicted, layout, layout_note),
-        "latency": _latency_section(page, items, roles),
-        "mitigations": _mitigations_section(page, roles),
-        "diagnosis": _diagnosis_section(page, diagnosis),
-    }
+    from hotshard.report.figures import quiet_numerics
+
+    with quiet_numerics():  # the figures are drawn as these sections are built
+        bodies = {
+            "profile": _profile_section(page, profile),
+            "shards": _shards_section(page, items, roles, predicted, layout, layout_note),
+            "latency": _latency_section(page, items, roles),
+            "mitigations": _mitigations_section(page, roles),
+            "diagnosis": _diagnosis_section(page, diagnosis),
+        }
     heading = title or f"hotshard report: {roles.production.label}"
     summary = ("<div class=\"summary\"><b>In short.</b> " + " ".join(page.summary) + "</div>"
                if page.summary else "")

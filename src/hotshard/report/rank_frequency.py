@@ -101,10 +101,13 @@ def save_figure(path: str | os.PathLike[str], draw: Callable[[], Figure]) -> Non
     check_writable(path)  # fail before drawing
     import matplotlib
 
+    from hotshard.report.figures import quiet_numerics
+
     matplotlib.use("Agg")
-    fig = draw()
-    with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format=fmt)
+    with quiet_numerics():
+        fig = draw()
+        with atomic_write(path, "wb") as handle:
+            fig.savefig(handle, format=fmt)
 
 
 def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,
