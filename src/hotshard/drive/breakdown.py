@@ -74,6 +74,15 @@ def driver_warnings(result: DriveResult) -> list[str]:
     return out
 
 
+def _redacted(url: str) -> str:
+    """The target as recorded: a Redis URL's password never goes into a file."""
+    if url.startswith(("redis://", "redis-cluster://")):
+        from hotshard.cluster.local import redact_url
+
+        return redact_url(url)
+    return url
+
+
 def error_block(result: DriveResult) -> dict[str, Any]:
     """The run's failures for the observations' ``errors``: every arrival that did not get a
     successful answer (an error, an arrival dropped at --max-inflight, a request still out when
@@ -129,7 +138,7 @@ def to_observations(result: DriveResult, label: str) -> Observations:
     service = percentiles_ms(rec.service)
     completed = rec.completed
     extra = {"drive": {
-        "target": config.url, "keys": config.keys, "seed": config.seed,
+        "target": _redacted(config.url), "keys": config.keys, "seed": config.seed,
         "arrivals": config.arrivals if config.model == "open" else None,
         "closed_users": config.closed_users, "processes": config.processes,
         "ramp_s": config.ramp, "sent": result.sent, "completed": completed,

@@ -324,7 +324,7 @@ def _stats(url: str, timeout: float = 5.0) -> dict | None:
     if url.startswith(("redis-cluster://", "redis://")):
         from hotshard.drive.redis_target import node_stats
 
-        return node_stats(url)
+        return node_stats(url, timeout=timeout)
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=timeout) as r:
             doc = json.loads(r.read())
