@@ -258,10 +258,28 @@ class Supervisor:
         await self.set_replicas(self._target_replicas)
 
     async def stop(self) -> None:
-        """Stop every worker (SIGTERM, then SIGKILL after 5 s) and remove the sockets."""
+        """Stop every worker (SIGTERM, then SIGKILL after 5 s) and remove the sockets.
+
+        Runs to the end even when the calling task is cancelled meanwhile, then re-raises the
+        cancellation: uvicorn re-raises the Ctrl-C that stopped it, and asyncio turns that
+        into a cancellation of the task that is stopping the workers; a stop cut short there
+        would leave them to the event loop's close, which SIGKILLs them before they close
+        their databases.
+        """
         self._stopping = True
-        await asyncio.gather(*(self._retire(w) for w in list(self._workers.values())))
-        shutil.rmtree(self._runtime, ignore_errors=True)
+        retiring = asyncio.gather(*(self._retire(w) for w in list(self._workers.values())))
+        cancelled = False
+        try:
+            while not retiring.done():
+                try:
+                    await asyncio.shield(retiring)
+                except asyncio.CancelledError:
+                    cancelled = True
+            retiring.result()
+        finally:
+            shutil.rmtree(self._runtime, ignore_errors=True)
+        if cancelled:
+            raise asyncio.CancelledError
 
     @property
     def replicas(self) -> int:
