@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hotshard.errors import InputError
+from hotshard.errors import HotshardError, InputError
 from hotshard.observations import Observations
 
 __all__ = ["FULL", "QUICK", "DemoResult", "DemoSettings", "run_demo"]
@@ -205,7 +205,14 @@ def _drive(url: str, keys: str, s: DemoSettings, seconds: float, label: str,
         raise KeyboardInterrupt
     for warning in driver_warnings(result):
         say(f"  ({label}) driver: {warning}")
-    return to_observations(result, label)
+    observations = to_observations(result, label)
+    if not observations.is_valid:  # a story told on failed requests would be a false one
+        kinds = ", ".join(f"{k} {v:,}" for k, v in
+                          (observations.errors or {}).get("by_kind", {}).items())
+        raise HotshardError(f"the demo's {label!r} run failed: {observations.invalid_reason}"
+                            + (f" ({kinds})" if kinds else "") + "; the demo stops rather "
+                            "than tell its story on failed requests")
+    return observations
 
 
 def _run_table(runs: list[Observations]) -> str:

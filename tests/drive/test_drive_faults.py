@@ -179,3 +179,14 @@ def test_diagnose_and_report_leave_an_invalid_runs_latency_out(tmp_path):
     assert json.loads(json.dumps(result.to_dict()))["warnings"] == list(result.warnings)
     html = build_report([production, test])
     assert '<div class="warning"><b>Warning.</b> &#x27;load test&#x27; is not a valid run' in html
+
+
+def test_the_demo_stops_rather_than_tell_its_story_on_failed_requests():
+    from hotshard import demo
+    from hotshard.errors import HotshardError
+
+    settings = demo.QUICK
+    with run_server("dies", stall_after_s=0.5) as url, \
+            pytest.raises(HotshardError, match=r"the demo's 'uniform keys' run failed: .*"
+                                               r"not a valid run: .*connection refused"):
+        demo._drive(url, "uniform:1000", settings, 2.0, "uniform keys", 1, lambda _: None)
