@@ -407,7 +407,7 @@ def _flag(value: Any, path: str) -> bool:
     return value
 
 
-_ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished")
+_ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished", "cut_off")
 
 
 def _errors(value: Any, path: str) -> dict[str, Any]:

@@ -138,6 +138,12 @@ def test_the_error_share_counts_drops_and_requests_never_answered():
     assert block["share"] == pytest.approx(0.03) and not run_is_valid(block)
     assert run_is_valid(error_block(_result(rec, 99, max_error_rate=0.05)))
     assert not run_is_valid(error_block(_result(Recorder(), 0)))  # nothing sent: no run
+    # a run stopped by the user: requests out at the stop were cut off, not failed
+    stopped = _result(rec, 99, max_error_rate=0.02)
+    stopped.interrupted = True
+    block = error_block(stopped)
+    assert (block["attempted"], block["unfinished"], block["cut_off"]) == (98, 0, 2)
+    assert block["share"] == pytest.approx(1 / 98) and run_is_valid(block)
 
 
 # -- the readers honour valid: false ---------------------------------------------------------------

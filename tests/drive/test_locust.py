@@ -226,3 +226,25 @@ def test_bad_options_stop_the_master_before_any_load(tmp_path):
     log = (tmp_path / "bad.log").read_text()
     assert code == 2, log[-2000:]
     assert "hotshard: error: keys 'zipf:nope'" in log
+
+
+def test_a_run_whose_requests_fail_exits_3_with_the_warning(tmp_path):
+    """A listener that never answers: every request times out. Locust's own exit code would
+    be 0 (it counts no failure of its users); the plug-in marks the run invalid and exits 3."""
+    from tests.drive._servers import run_server
+
+    out = tmp_path / "observations.json"
+    with run_server("silent") as url:
+        proc = _locust(tmp_path / "fail.log", "--headless", "-u", "1", "-r", "1", "-t", "8s",
+                       "--host", url, "--hotshard-keys", KEYS, "--hotshard-rate", "50",
+                       "--hotshard-duration", "2", "--hotshard-timeout", "0.5",
+                       "--hotshard-out", str(out))
+        try:
+            code = proc.wait(40)
+        finally:
+            _stop([proc])
+    log = (tmp_path / "fail.log").read_text()
+    assert code == 3, log[-3000:]
+    assert "WARNING: invalid run: 100.0% of" in log
+    doc = json.loads(out.read_text())
+    assert doc["valid"] is False and set(doc["errors"]["by_kind"]) == {"timeout"}

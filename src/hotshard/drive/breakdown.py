@@ -86,16 +86,23 @@ def _redacted(url: str) -> str:
 def error_block(result: DriveResult) -> dict[str, Any]:
     """The run's failures for the observations' ``errors``: every arrival that did not get a
     successful answer (an error, an arrival dropped at --max-inflight, a request still out when
-    the run ended) over every arrival that was due."""
+    the run ended) over every arrival that was due. Requests still out when an interrupted run
+    stopped are ``cut_off``, neither attempted nor failed."""
     rec = result.recorder
     unfinished = max(0, result.sent - rec.completed)
     attempted = result.sent + rec.dropped
+    cut_off = 0
+    if result.interrupted:  # out at the stop: cut off by the user, not failed by the target
+        cut_off, unfinished = unfinished, 0
+        attempted -= cut_off
     failed = rec.failed + rec.dropped + unfinished
     block: dict[str, Any] = {
         "share": failed / attempted if attempted else 1.0, "attempted": attempted,
         "failed": rec.failed, "dropped": rec.dropped, "unfinished": unfinished,
         "by_kind": dict(rec.errors.most_common()),
         "max_error_rate": result.config.max_error_rate}
+    if cut_off:
+        block["cut_off"] = cut_off
     lat = percentiles_ms(rec.error_latency)
     if lat:
         block["latency_ms"] = lat

@@ -233,13 +233,24 @@ def _body(index: int, size: int) -> bytes:
 
 
 def _error_kind(error: BaseException | None) -> str:
-    """transport.py's names for failures below HTTP."""
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(error, ConnectionResetError):
-        return "connection reset"
-    if isinstance(error, (TimeoutError, socket.timeout, gevent.Timeout)):
-        return "timeout"
+    """transport.py's names for failures below HTTP. geventhttpclient wraps the failure in
+    ``RetriesExceeded`` (even with no retries): the cause it was raised from names it."""
+    seen = error
+    for _ in range(4):
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, ConnectionResetError):
+            return "connection reset"
+        if isinstance(seen, (TimeoutError, socket.timeout, gevent.Timeout)):
+            return "timeout"
+        if seen is None:
+            break
+        seen = seen.__cause__ or seen.__context__
+    original = getattr(error, "kw_text", "")  # "original=timed out": no chained cause kept
+    for words, kind in (("timed out", "timeout"), ("refused", "connection refused"),
+                        ("reset", "connection reset")):
+        if words in original.lower():
+            return kind
     return f"connection error ({type(error).__name__})"
 
 
@@ -663,7 +674,7 @@ class _Node:
                 self._start_pacer(plan)
         logger.info("hotshard: %g requests/s for %g s of %s keys over %d worker(s)",
                     config.rate, config.duration, config.keys, len(workers))
-        self.gatherer.before = _stats(config.url)
+        self.gatherer.before = _stats(config.url, min(5.0, config.timeout))
         gevent.spawn_later(LEAD_S + config.duration + config.timeout + GRACE_S,
                            self._finish, self.gatherer)
 
@@ -684,7 +695,8 @@ class _Node:
         if gatherer.finished:
             return
         gatherer.finished = True
-        result, extra = gatherer.result(after=_stats(gatherer.config.url))
+        result, extra = gatherer.result(after=_stats(gatherer.config.url,
+                                                     min(5.0, gatherer.config.timeout)))
         options = self.env.parsed_options
         try:
             observations, lines = write_outputs(result, extra, label=options.hotshard_label,
