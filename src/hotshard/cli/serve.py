@@ -174,12 +174,14 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         note(f"loaded {result.messages:,} messages in {result.seconds:.1f} s "
              f"({result.messages / max(result.seconds, 1e-9):,.0f}/s); per shard: {spread}")
 
+    from hotshard.cluster.local import redact_url
+
     def listening(up) -> None:  # a hotshard.service.server.Listening
         url = up.url
         on = [name for name, value in (("split", split), ("replicas", replicas),
                                        ("cache", cache_ttl), ("coalesce", coalesce)) if value]
         which = "hot channels" if hot_channels is None else ", ".join(hot_channels)
-        where = f"the Redis Cluster at {store}" if store else \
+        where = f"the Redis Cluster at {redact_url(store)}" if store else \
             f"{config.shards or 'the layout file`s'} shards ({partitioner}) in {data_dir}"
         click.echo(f"serving {where} on {url}  (docs {url}/docs, stats {url}/stats; Ctrl-C "
                    "stops)", err=True)
