@@ -52,11 +52,15 @@ def _warn_if_shared(path: str) -> None:
               help="Replace head keys by keyed hashes (needs --secret-file and --partitioner); "
                    "generated tests then use stand-in keys that land on the same shards.")
 @click.option("--secret-file", metavar="FILE", help="HMAC secret for --pseudonymize.")
+@click.option("--locality/--no-locality", default=True, show_default=True,
+              help="Measure temporal locality (how soon each popularity class's keys come "
+                   "back: stack distances, reuse times, the LRU hit-rate curve) in --time "
+                   "order, else input order. Event rows and the duckdb engine only.")
 @click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, spark_master,
-            placement_names, placement_shards, key_type, pseudonymize, secret_file, output,
-            quiet):
+            placement_names, placement_shards, key_type, pseudonymize, secret_file, locality,
+            output, quiet):
     """Count requests per key in production data and write a privacy-safe profile.
 
     INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
@@ -103,7 +107,8 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
         result = count_profile(list(inputs), key=key, counts=counts, op=op, size=size,
                                time_col=time_col, top_k=top_k, min_count=min_count,
                                engine=engine, spark_master=spark_master, progress=bar.callback,
-                               placements=placements, pseudonymize_secret=secret)
+                               placements=placements, pseudonymize_secret=secret,
+                               locality=locality)
     result.save(output)
     dropped = int(result.source.get("null_keys") or 0)
     if dropped:
@@ -114,6 +119,9 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
     head_share = float(result.head_counts.sum()) / result.events
     click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
                f"head {len(result.head_keys)} keys ({head_share:.1%} of events); {tail}")
+    if locality and result.locality is None and not counts:
+        note("no locality section: the spark engine reads rows in no defined order "
+             "(profile with the duckdb engine to measure it)")
 
 
 @click.command()

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from hotshard.errors import FitError, InputError
+from hotshard.profile.locality import Locality
 from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
 
@@ -55,6 +56,7 @@ class RawCounts:
     second_counts: tuple[np.ndarray, np.ndarray] | None = None  # (events in a second, seconds)
     window: tuple[float, float] | None = None  # first and last second (epoch)
     placement: dict[str, PlacementRecord] = field(default_factory=dict)
+    locality: Locality | None = None
 
 
 def starts_with(path: str, first: bytes) -> bool:
@@ -182,7 +184,8 @@ def build_profile(raw: RawCounts, *, source: dict, min_count: int) -> Profile:
     sizes = {"quantiles": raw.size_quantiles} if raw.size_quantiles is not None else None
     profile = Profile(source=src, dist=overall,
                       privacy={"min_count": int(min_count), "pseudonymized": False},
-                      placement=dict(raw.placement), operations=ops, sizes=sizes, rate=rate)
+                      placement=dict(raw.placement), operations=ops, sizes=sizes, rate=rate,
+                      locality=raw.locality)
     return Profile.from_dict(profile.to_dict())  # the same validation a loaded file gets
 
 
@@ -201,6 +204,7 @@ def count_profile(
     progress: Progress | None = None,
     placements: Sequence[object] = (),
     pseudonymize_secret: bytes | None = None,
+    locality: bool = True,
 ) -> Profile:
     """Count events per key in ``inputs`` and build a privacy-safe profile.
 
@@ -224,6 +228,10 @@ def count_profile(
     placements : sequence of Partitioner
         Record, for each, every shard's total tail events (counts only, no keys), so that
         ``predict`` is exact for that store.
+    locality : bool
+        Also measure the stream's temporal locality (``hotshard.profile.locality``), in
+        ``time_col`` order when given, else input order. Event rows only (a counts column
+        has no order); the DuckDB engine only (Spark's rows have no order to keep).
     """
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
@@ -248,7 +256,8 @@ def count_profile(
     files, fmt = resolve_inputs(inputs)
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
                      time=time_col, top_k=top_k, min_count=min_count,
-                     placements=tuple(placements))
+                     placements=tuple(placements),
+                     locality=locality and counts is None and engine == "duckdb")
     if engine == "duckdb":
         from hotshard.profile.engines import duckdb_engine
 
@@ -282,6 +291,7 @@ class CountSpec:
     top_k: int
     min_count: int
     placements: tuple = ()
+    locality: bool = False
 
     def columns(self) -> list[str]:
         return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]

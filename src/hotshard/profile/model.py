@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 from hotshard.profile import KEY_SCALINGS, MAX_KEYS
+from hotshard.profile.locality import Locality
 from hotshard.profile.placement import PlacementRecord, parse_placement
 
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
@@ -140,6 +141,7 @@ class Profile:
     operations: dict[str, KeyDistribution] = field(default_factory=dict)
     sizes: dict[str, Any] | None = None
     rate: dict[str, Any] | None = None
+    locality: Locality | None = None
 
     # -- convenience views ------------------------------------------------------------------
     @property
@@ -186,6 +188,8 @@ class Profile:
             out["sizes"] = self.sizes
         if self.rate is not None:
             out["rate"] = self.rate
+        if self.locality is not None:
+            out["locality"] = self.locality.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -266,9 +270,16 @@ class Profile:
                       **{op: len(d.head_keys) for op, d in operations.items()}}
         placement = parse_placement(doc.get("placement"), head_sizes,
                                     bool(privacy.get("pseudonymized")))
+        locality = None
+        if doc.get("locality") is not None:
+            locality = Locality.from_dict(doc["locality"])
+            if not source.get("scaled") and abs(locality.events - dist.events) > 0.5:
+                raise ProfileError(f"locality.events ({locality.events}) disagrees with the "
+                                   f"profile's events ({_num(dist.events)}): the sections "
+                                   "describe different streams; re-run hotshard profile")
         return cls(source=source, dist=dist, privacy=privacy,
                    placement=placement, operations=operations,
-                   sizes=doc.get("sizes"), rate=doc.get("rate"))
+                   sizes=doc.get("sizes"), rate=doc.get("rate"), locality=locality)
 
     # -- scaling ----------------------------------------------------------------------------
     def scaled(self, *, events: float | None = None, keys: float | None = None,

@@ -254,15 +254,59 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         if spec.time:
             second_counts, window = _per_second(s, types[spec.time])
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
+        locality = _locality(s, key, types) if spec.locality and not spec.counts else None
         placement = {}
         if spec.placements:
             placement = accumulate_placement(_key_batches(s), overall.head_keys,
                                              spec.placements)
         return RawCounts(rows=int(rows), null_keys=int(null_keys), key_type=key_type,
                          overall=overall, operations=operations, size_quantiles=sizes,
-                         second_counts=second_counts, window=window, placement=placement)
+                         second_counts=second_counts, window=window, placement=placement,
+                         locality=locality)
     finally:
         s.close()
+
+
+def _locality(s: _Session, key: str, types: dict[str, str]):
+    """The stream's locality section: every event's key hash in input order (the --time
+    column's, stably: events at one instant keep their file order), through the stack pass.
+    Only 64-bit hashes leave the engine, and only the aggregate histograms are kept."""
+    from hotshard.profile.locality import measure_locality
+
+    s.sql("SET preserve_insertion_order = true")  # file order is the stream's order
+    spec = s.spec
+    columns = f"hash({key}) AS h"
+    if spec.time:
+        t = _q(spec.time)
+        col_type = types[spec.time]
+        if col_type.startswith("TIMESTAMP") or col_type == "DATE":
+            columns += f", epoch({t}) AS t"
+        elif _numeric(col_type):
+            columns += f", CAST({t} AS DOUBLE) AS t"
+        else:
+            raise InputError(f"time column {spec.time!r} has type {col_type}: it must be a "
+                             "timestamp or numeric epoch seconds")
+    query = f"SELECT {columns} FROM {s.source} WHERE {key} IS NOT NULL"
+    hashes, times = [], []
+    try:
+        reader = s.con.sql(query).to_arrow_reader(1 << 20)
+    except s.duckdb.Error as exc:
+        raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
+                         f"{_first_line(exc)}") from None
+    for batch in reader:
+        hashes.append(batch.column(0).to_numpy(zero_copy_only=False))
+        if spec.time:
+            times.append(batch.column(1).to_numpy(zero_copy_only=False))
+    if not hashes:
+        return None
+    stream = np.concatenate(hashes).astype(np.uint64, copy=False)
+    order = "file"
+    if spec.time:
+        t = np.concatenate(times).astype(np.float64)
+        t = np.where(np.isnan(t), np.inf, t)  # events without a time go last, in file order
+        stream = stream[np.argsort(t, kind="stable")]
+        order = f"time:{spec.time}"
+    return measure_locality(stream, order=order)
 
 
 def _per_second(s: _Session, col_type: str):

@@ -1,0 +1,155 @@
+"""The locality section: Mattson's pass against a brute-force LRU stack, exactly; the section's
+JSON and its validation; what `hotshard profile` writes on real traces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hotshard.errors import ProfileError
+from hotshard.profile._locality_kernels import stack_pass
+from hotshard.profile.locality import (
+    BINS_PER_OCTAVE,
+    N_BINS,
+    Locality,
+    bin_bounds,
+    class_of,
+    measure_locality,
+)
+from tests.conftest import run_cli, shared
+
+
+def _brute_force(stream: list[int]) -> tuple[list[int | None], list[int | None]]:
+    """Each reference's stack distance and reuse time (None for a first reference), by
+    keeping the LRU stack as a list."""
+    stack: list[int] = []
+    last: dict[int, int] = {}
+    distances, reuses = [], []
+    for i, key in enumerate(stream):
+        if key in stack:
+            distances.append(stack.index(key))
+            reuses.append(i - last[key])
+            stack.remove(key)
+        else:
+            distances.append(None)
+            reuses.append(None)
+        stack.insert(0, key)
+        last[key] = i
+    return distances, reuses
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_stack_pass_equals_a_brute_force_lru_stack(seed):
+    rng = np.random.default_rng(seed)
+    n_keys = int(rng.integers(1, 300))
+    # long enough to renumber the Fenwick tree's positions several times (2K + 2 of them)
+    stream = (rng.zipf(1.2 + 0.2 * seed, 5000) % n_keys).astype(np.int64)
+    _, dense = np.unique(stream, return_inverse=True)
+    k = int(dense.max()) + 1
+    counts = np.bincount(dense, minlength=k)
+    key_class = class_of(counts)
+    stack, reuse, first, exact = stack_pass(dense, k, key_class, int(key_class.max()) + 1,
+                                            N_BINS, BINS_PER_OCTAVE, k, 1.0)
+    distances, reuses = _brute_force(dense.tolist())
+    assert first.sum() == k == sum(d is None for d in distances)
+    want = np.bincount([d for d in distances if d is not None], minlength=k + 1)
+    assert np.array_equal(exact, want)  # every distance, exactly
+    # the binned histograms, class by class
+    for c in range(key_class.max() + 1):
+        mine = [i for i, key in enumerate(dense) if key_class[key] == c and
+                distances[i] is not None]
+        s_bins = np.floor(BINS_PER_OCTAVE * np.log2([distances[i] + 1 for i in mine]) + 1e-9)
+        r_bins = np.floor(BINS_PER_OCTAVE * np.log2([reuses[i] for i in mine]) + 1e-9)
+        assert np.array_equal(stack[c], np.bincount(s_bins.astype(int), minlength=N_BINS))
+        assert np.array_equal(reuse[c], np.bincount(r_bins.astype(int), minlength=N_BINS))
+
+
+def test_the_hit_curve_is_the_lru_hit_rate_at_each_size():
+    rng = np.random.default_rng(7)
+    stream = rng.zipf(1.3, 20_000) % 500
+    loc = measure_locality(stream)
+    distances, _ = _brute_force(np.unique(stream, return_inverse=True)[1].tolist())
+    for size, rate in zip(loc.curve_sizes, loc.curve_hits, strict=True):
+        hits = sum(d is not None and d < size for d in distances)
+        assert rate == pytest.approx(hits / stream.size, abs=1e-12)
+    assert loc.lru_hit_rate(loc.keys) == pytest.approx(1 - loc.keys / stream.size)
+
+
+def test_bins_hold_the_integers_that_map_to_them():
+    values = np.arange(1, 5000)
+    bins = np.floor(BINS_PER_OCTAVE * np.log2(values) + 1e-9).astype(int)
+    lo, hi = bin_bounds(np.arange(bins.max() + 1))
+    assert np.all((lo[bins] <= values) & (values < hi[bins]))
+
+
+def test_the_section_round_trips_and_its_validation_names_the_field():
+    loc = measure_locality(np.random.default_rng(1).zipf(1.5, 10_000) % 1000)
+    doc = json.loads(json.dumps(loc.to_dict()))
+    again = Locality.from_dict(doc)
+    assert again.to_dict() == loc.to_dict()
+    bad = json.loads(json.dumps(doc))
+    i = next(i for i, c in enumerate(bad["classes"]) if c["reuse"])
+    bad["classes"][i]["reuse"] = bad["classes"][i]["reuse"][1:]
+    with pytest.raises(ProfileError, match=rf"locality.classes\[{i}\]: stack and reuse"):
+        Locality.from_dict(bad)
+    bad = {**doc, "events": doc["events"] * 3}
+    with pytest.raises(ProfileError, match="disagrees with itself"):
+        Locality.from_dict(bad)
+    bad = {**doc, "lru_hit_curve": {"sizes": [1, 2], "hit_rates": [0.5, 0.4]}}
+    with pytest.raises(ProfileError, match="never decrease"):
+        Locality.from_dict(bad)
+
+
+def test_a_trace_of_one_key_has_one_class_all_hits():
+    loc = measure_locality(np.full(1000, 42))
+    assert loc.keys == 1 and [c.cls for c in loc.classes] == [9]
+    assert loc.classes[0].first == 1 and loc.lru_hit_rate(1) == pytest.approx(0.999)
+
+
+def test_profile_writes_the_section_and_refuses_one_that_disagrees(tmp_path):
+    out = tmp_path / "p.json"
+    res = run_cli("profile", str(shared("traces", "cloudphysics.parquet")), "--key", "lbn",
+                  "--time", "time", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    loc = doc["locality"]
+    assert loc["order"] == "time:time" and loc["method"] == "exact"
+    assert loc["events"] == doc["totals"]["events"] and loc["keys"] == doc["totals"]["keys"]
+    assert out.stat().st_size < 100_000
+    doc["locality"]["events"] += 10
+    for c in doc["locality"]["classes"]:  # self-consistent, but not this profile's stream
+        if c["class"] == 0:
+            c["first"] += 10
+    out.write_text(json.dumps(doc))
+    res = run_cli("inspect", str(out))
+    assert res.returncode == 2
+    assert "locality.events" in res.stderr and "disagrees" in res.stderr
+    res = run_cli("profile", str(shared("traces", "cloudphysics.parquet")), "--key", "lbn",
+                  "--no-locality", "-o", str(out))
+    assert res.returncode == 0 and "locality" not in json.loads(out.read_text())
+
+
+def test_a_time_column_that_is_not_a_time_is_one_line(tmp_path):
+    (tmp_path / "e.csv").write_text("k,t\na,x\nb,y\na,z\n")
+    res = run_cli("profile", "e.csv", "--key", "k", "--time", "t", "-o", "p.json",
+                  cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert "time column 't' has type VARCHAR" in res.stderr
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_unsorted_times_are_sorted_stably(tmp_path):
+    """A --time column out of order is sorted (events at one instant keep file order):
+    the same stream as the file sorted by time."""
+    rows = [("a", 3), ("b", 1), ("a", 1), ("c", 2), ("b", 3)]
+    (tmp_path / "e.csv").write_text("k,t\n" + "".join(f"{k},{t}\n" for k, t in rows))
+    (tmp_path / "s.csv").write_text("k,t\n" + "".join(
+        f"{k},{t}\n" for k, t in sorted(rows, key=lambda r: r[1])))
+    for name in ("e", "s"):
+        assert run_cli("profile", f"{name}.csv", "--key", "k", "--time", "t", "-o",
+                       f"{name}.json", cwd=tmp_path).returncode == 0
+    a = json.loads((tmp_path / "e.json").read_text())["locality"]
+    b = json.loads((tmp_path / "s.json").read_text())["locality"]
+    assert a == b
