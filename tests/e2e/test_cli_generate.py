@@ -27,6 +27,14 @@ def test_generate_verify_and_reproduce(tmp_path, profile_path):
                                   "op"]
     res = run_cli("generate", "--verify", str(profile_path), str(a))
     assert res.returncode == 0, res.stdout
+    # in locality order the counts are given, not drawn: both checks are exact
+    assert "PASS  head counts: 0 of 500 head keys off their exact count" in res.stdout
+    assert "their counts exactly the profile's classes" in res.stdout
+    c = tmp_path / "c.parquet"  # independent draws: the statistical bands
+    assert run_cli("generate", str(profile_path), "--events", "2e5", "--seed", "4", "-o",
+                   str(c), "--order", "irm").returncode == 0
+    res = run_cli("generate", "--verify", str(profile_path), str(c))
+    assert res.returncode == 0, res.stdout
     assert "PASS  head shares" in res.stdout and "PASS  tail counts" in res.stdout
 
 

@@ -12,7 +12,7 @@ from hotshard.profile import KEY_SCALINGS
 from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS, FORMATS, TAIL_MODES
 
 # the options --verify uses (or that change nothing); any other one given with it is refused
-_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
+_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "order"}
 
 
 @click.command()
@@ -50,6 +50,11 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
 @click.option("--tail", type=click.Choice(TAIL_MODES),
               help="Tail model: the fitted law or the exact histogram [default: power_law; "
                    "--verify: what the Parquet file records, else power_law].")
+@click.option("--order", type=click.Choice(["auto", "locality", "irm"]), default="auto",
+              show_default=True,
+              help="Key order: locality follows the profile's measured reuse per popularity "
+                   "class (production's cache hit rates); irm draws every key independently; "
+                   "auto: locality when the profile has it.")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
               help="A big event: SHARE of all traffic goes to KEY between START and END "
                    "(e.g. 4711:0.4:10m:40m), times from the start of the run, which must "
@@ -73,7 +78,8 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet"}
                    "windows).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
-             tail, hot_events, diurnal, start, users, follow_name, follow_shards, verify, quiet):
+             tail, order, hot_events, diurnal, start, users, follow_name, follow_shards, verify,
+             quiet):
     """Generate synthetic chat messages from a profile (or a classic distribution).
 
     Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
@@ -122,7 +128,7 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
             prof = prof.scaled(keys=keys, key_scaling=key_scaling)
         windows = json.loads(made.get("event_windows_ms", "[]"))
         report = verify_file(prof, args[1], tail=tail or made.get("tail", "power_law"),
-                             skip_ms=windows)
+                             skip_ms=windows, order=made.get("order"))
         if windows:
             note(f"left out the rows inside the file's {len(windows)} event window(s): the "
                  "traffic there is the event's by design")
@@ -168,7 +174,8 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         rate=rate, duration=duration, keys=keys, key_scaling=key_scaling or "dilute",
         tail=tail or "power_law",
         hot_events=tuple(hot_events), diurnal=diurnal,
-        start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow)
+        start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow,
+        order=order if prof is not None or order != "auto" else "auto")
     for message in plan.notes:
         warn(message)
     if output != "-":

@@ -20,7 +20,11 @@ from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, o
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
 from hotshard.workload.scenario import Arrivals, HotEvent, check_overlaps, format_duration
 
-__all__ = ["VerifyReport", "parse_dist", "plan_workload", "verify_file"]
+__all__ = ["ORDERS", "VerifyReport", "parse_dist", "plan_workload", "verify_file"]
+
+# The order of a profile's keys: production's locality (the profile's locality section), or
+# independent draws; "auto": locality when the profile has it.
+ORDERS = ("auto", "locality", "irm")
 
 
 # message_id = milliseconds << 22 | row bits: milliseconds must stay below 2^41 (2039-09-07)
@@ -83,6 +87,7 @@ def plan_workload(
     start: datetime | None = None,
     n_users: int = DEFAULT_USERS,
     follow=None,
+    order: str = "auto",
 ) -> GenerationPlan:
     """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
 
@@ -99,6 +104,8 @@ def plan_workload(
     """
     if (profile is None) == (dist is None):
         raise InputError("give either a profile or a distribution spec (not both)")
+    if order not in ORDERS:
+        raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if events is not None and events <= 0:
         raise InputError(f"events must be > 0, got {events}")
     if rate is not None and rate <= 0:
@@ -161,8 +168,37 @@ def plan_workload(
         f"the event on key {e.key} is cut short: it ends at {format_duration(e.end)} but the "
         f"run ends at {format_duration(run_seconds)}"
         for e in hot_events if e.end > run_seconds)
+    positions = None
     made = {"seed": str(int(seed))}
+    if profile is not None and order == "auto":
+        from hotshard.workload.locality_order import fits_in_memory
+
+        order = "locality" if profile.locality is not None else "irm"
+        if order == "locality" and not fits_in_memory(int(events),
+                                                      chosen["*"].classes.n_keys):
+            order = "irm"
+            notes += (f"{int(events):,} references over {chosen['*'].classes.n_keys:,} keys "
+                      "are too many to order by locality in memory: the keys are drawn "
+                      "independently (--order irm)",)
+        elif profile.locality is None:
+            notes += ("the profile has no locality section (made before it existed, or from "
+                      "counts): the keys are drawn independently (--order irm), so their "
+                      "reuse, and a cache's hit rate, is not production's",)
+    if order == "locality":
+        if profile is None or profile.locality is None:
+            raise InputError("--order locality needs a profile with a locality section "
+                             "(hotshard profile of event rows writes one)")
+        from hotshard.workload.locality_order import locality_positions
+
+        classes = chosen["*"].classes
+        # the correction pulls distances toward production's, which a rescaled key space
+        # no longer has: there the reuse times alone
+        rescaled = keys is not None
+        positions = locality_positions(classes.key_weight, classes.sizes, int(events),
+                                       profile.locality, float(profile.locality.events),
+                                       int(seed), corrections=0 if rescaled else 1)
     if profile is not None:
+        made["order"] = "irm" if order == "auto" else order
         made["tail"] = tail
         if keys is not None:
             made.update(keys=str(int(keys)), key_scaling=key_scaling)
@@ -180,7 +216,7 @@ def plan_workload(
                           arrivals=arrivals, start_ms=start_ms,
                           size_quantiles=sizes, hot_events=tuple(hot_events),
                           n_users=n_users, key_type=key_type, notes=notes, op_mix=op_mix,
-                          metadata=tuple(made.items()))
+                          metadata=tuple(made.items()), positions=positions)
 
 
 # -- verification ---------------------------------------------------------------------------
@@ -257,7 +293,8 @@ def generation_options(path: str) -> dict[str, str]:
 
 
 def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
-                alpha: float = 0.001, skip_ms: Sequence[Sequence[int]] = ()) -> VerifyReport:
+                alpha: float = 0.001, skip_ms: Sequence[Sequence[int]] = (),
+                order: str | None = None) -> VerifyReport:
     """Test a generated file against the profile it was generated from.
 
     Head: each head key's count must lie in its binomial band, two-sided, Bonferroni-corrected
@@ -267,6 +304,11 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
     against the asymptotic critical value at ``alpha`` (conservative for discrete counts).
     Rows inside the ``skip_ms`` windows (epoch ms; a big event's, where the traffic is the
     event's by design) are left out.
+
+    A file in ``order="locality"`` was given its counts, not drawn: every head key its exact
+    scaled count and every tail class its keys' even split, so both checks are exact (the
+    counts of the head keys, and the multiset of the tail keys' counts). ``order`` None: what
+    a Parquet file records; a file that records nothing (CSV, a feeder) passes either way.
     """
     from scipy import stats
 
@@ -274,6 +316,13 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
     if n == 0:
         raise InputError(f"{path} holds no events")
     sampler: ProfileSampler = from_profile(profile, tail=tail)
+    if order is None:
+        order = generation_options(path).get("order")
+    if order in ("locality", None):
+        exact = (_verify_exact(sampler, by_key, n) if not skip_ms else
+                 _verify_outside_windows(sampler, by_key, n, _read_key_counts(path)[2]))
+        if order == "locality" or exact.passed:
+            return exact
     probs = sampler.classes.class_probabilities()
     head_p = probs[: sampler.head_size]
     # exact binomial tails (a normal band misjudges keys expected a fraction of a time)
@@ -300,6 +349,75 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
             f"({model_tail_keys:,}): if it was generated with more keys, verify with that key "
             "count"))
     checks.append(tail_check)
+    return VerifyReport(events=n, checks=tuple(checks))
+
+
+def _verify_exact(sampler: ProfileSampler, by_key: dict, n: int) -> VerifyReport:
+    """A locality-ordered file against the counts generate gives (``key_counts``)."""
+    from hotshard.workload.locality_order import even_counts
+
+    classes = sampler.classes
+    expected = even_counts(classes.key_weight, classes.sizes, n)  # per class: (base, extra)
+    head_n = sampler.head_size
+    head_expected = np.array([b + e for b, e in expected[:head_n]], dtype=np.int64)
+    head_obs = np.array([by_key.get(k, 0) for k in sampler.head_ids], dtype=np.int64)
+    off = np.flatnonzero(head_obs != head_expected)
+    checks = [Check("head counts", off.size == 0,
+                    f"{off.size} of {head_n} head keys off their exact count" + (
+                        f"; first {sampler.head_ids[off[0]]}: {head_obs[off[0]]} vs "
+                        f"{head_expected[off[0]]}" if off.size else ""))]
+    want: dict[int, int] = {}
+    for (base, extra), size in zip(expected[head_n:], classes.sizes[head_n:].tolist(),
+                                   strict=True):
+        if base:
+            want[base] = want.get(base, 0) + size - extra
+        if extra:
+            want[base + 1] = want.get(base + 1, 0) + extra
+    head_set = set(sampler.head_ids)
+    got: dict[int, int] = {}
+    for key, count in by_key.items():
+        if key not in head_set:
+            got[count] = got.get(count, 0) + 1
+    wrong = sorted(c for c in set(want) | set(got) if want.get(c, 0) != got.get(c, 0))
+    checks.append(Check("tail counts", not wrong,
+                        f"{sum(got.values()):,} tail keys seen, their counts "
+                        + ("exactly the profile's classes" if not wrong else
+                           f"differ from the profile's classes at count {wrong[0]}: "
+                           f"{got.get(wrong[0], 0):,} keys vs {want.get(wrong[0], 0):,}")))
+    return VerifyReport(events=n, checks=tuple(checks))
+
+
+def _verify_outside_windows(sampler: ProfileSampler, by_key: dict, n: int,
+                            total: int) -> VerifyReport:
+    """A locality-ordered file whose event windows are left out: the rows there are gone,
+    so every key can only have lost references against its exact count. Checked exactly:
+    no head key above its count, and the tail's counts under the profile's (both sorted,
+    one by one)."""
+    from hotshard.workload.locality_order import even_counts
+
+    classes = sampler.classes
+    expected = even_counts(classes.key_weight, classes.sizes, total)
+    head_n = sampler.head_size
+    head_expected = np.array([b + e for b, e in expected[:head_n]], dtype=np.int64)
+    head_obs = np.array([by_key.get(k, 0) for k in sampler.head_ids], dtype=np.int64)
+    over = np.flatnonzero(head_obs > head_expected)
+    checks = [Check("head counts", over.size == 0,
+                    f"{over.size} of {head_n} head keys above their exact count outside the "
+                    "event windows" + (f"; first {sampler.head_ids[over[0]]}: "
+                                       f"{head_obs[over[0]]} vs {head_expected[over[0]]}"
+                                       if over.size else ""))]
+    want = np.concatenate([np.repeat([b + 1, b], [e, size - e]) for (b, e), size in
+                           zip(expected[head_n:], classes.sizes[head_n:].tolist(),
+                               strict=True)]) if len(expected) > head_n else np.zeros(0)
+    head_set = set(sampler.head_ids)
+    got = np.array(sorted((c for k, c in by_key.items() if k not in head_set), reverse=True),
+                   dtype=np.int64)
+    want = np.sort(want)[::-1][: max(got.size, 1)]
+    above = got.size > want.size or bool(np.any(got > want[: got.size]))
+    checks.append(Check("tail counts", not above,
+                        f"{got.size:,} tail keys seen, none above the profile's counts (the "
+                        f"{total - n:,} rows of the event windows left out)" if not above else
+                        "tail keys above the profile's counts outside the event windows"))
     return VerifyReport(events=n, checks=tuple(checks))
 
 

@@ -60,6 +60,9 @@ class GenerationPlan:
     # (op names, cumulative op probabilities per head key, of a tail key): the operation is
     # chosen after the key (profile_sampler.op_mix_by_key); None: independent of the key
     op_mix: tuple | None = None
+    # the whole run's key positions in stream order (workload.locality_order), made once;
+    # None: independent draws, chunk by chunk
+    positions: np.ndarray | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -104,14 +107,21 @@ def _ops_then_keys(plan: GenerationPlan, n: int, rng):
     return keys, op_names, op_idx
 
 
-def _keys_then_ops(plan: GenerationPlan, n: int, rng):
-    """Each event's key from the whole profile, then its operation given the key."""
+def _keys_then_ops(plan: GenerationPlan, n: int, rng, positions=None):
+    """Each event's key from the whole profile (or ``positions``, the run's order), then its
+    operation given the key."""
     import pyarrow as pa
 
     sampler = plan.samplers["*"]
-    positions = sampler.sample(n, rng)
+    if positions is None:
+        positions = sampler.sample(n, rng)
     keys = _key_ids(sampler, positions)
     keys = pa.array(keys) if not isinstance(keys, pa.Array) else keys
+    if plan.op_mix is None:  # the operation independent of the key
+        op_names = list(plan.op_shares)
+        op_idx = np.searchsorted(np.cumsum(list(plan.op_shares.values())), rng.random(n),
+                                 side="right").clip(0, len(op_names) - 1)
+        return keys, op_names, op_idx
     names, head_cum, tail_cum = plan.op_mix
     in_head = positions < head_cum.shape[0]
     cum = np.broadcast_to(tail_cum, (n, tail_cum.size)).copy()
@@ -131,7 +141,9 @@ def make_chunk(plan: GenerationPlan, chunk: int):
     rows = np.arange(first, first + n, dtype=np.int64)
     offsets = plan.arrivals.times(rows, rng.random(n))
     ts_ms = plan.start_ms + np.floor(offsets * 1000.0).astype(np.int64)
-    if plan.op_mix is None:
+    if plan.positions is not None:
+        keys, op_names, op_idx = _keys_then_ops(plan, n, rng, plan.positions[first:first + n])
+    elif plan.op_mix is None:
         keys, op_names, op_idx = _ops_then_keys(plan, n, rng)
     else:
         keys, op_names, op_idx = _keys_then_ops(plan, n, rng)
