@@ -407,7 +407,7 @@ def _flag(value: Any, path: str) -> bool:
     return value
 
 
-_ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished", "cut_off")
+_ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished", "unattributed")
 
 
 def _errors(value: Any, path: str) -> dict[str, Any]:
@@ -646,13 +646,16 @@ class Observations:
         return (f"{self.label!r} is not a valid run: {100 * e['share']:.1f}% of its requests "
                 "failed" + (f" (limit {100 * limit:g}%)" if limit is not None else ""))
 
-    def without_latency(self) -> Observations:
-        """A copy with every latency left out (run and shards): what an invalid run's
-        evidence is worth, since its percentiles describe a failing system."""
+    def without_measurements(self) -> Observations:
+        """A copy that keeps what the run was (label, model, offered rate, key generator) and
+        leaves out what it measured (latency, achieved rate, cache hits, every shard): what an
+        invalid run's evidence is worth. Its percentiles are the successes' of a failing
+        system, and its per-shard spread is that of the requests that got an answer, so a
+        dead shard would read as a cold one and the others as hot."""
         import dataclasses
 
-        shards = tuple(dataclasses.replace(s, p50_ms=None, p99_ms=None) for s in self.shards)
-        return dataclasses.replace(self, latency_ms=None, service_time_ms=None, shards=shards)
+        return dataclasses.replace(self, latency_ms=None, service_time_ms=None, shards=(),
+                                   achieved_rps=None, cache_hit_rate=None)
 
     @property
     def shard_cpu(self) -> tuple[float, ...] | None:

@@ -8,6 +8,7 @@ The targets are real processes on loopback (tests/drive/_servers.py): one that e
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -138,12 +139,11 @@ def test_the_error_share_counts_drops_and_requests_never_answered():
     assert block["share"] == pytest.approx(0.03) and not run_is_valid(block)
     assert run_is_valid(error_block(_result(rec, 99, max_error_rate=0.05)))
     assert not run_is_valid(error_block(_result(Recorder(), 0)))  # nothing sent: no run
-    # a run stopped by the user: requests out at the stop were cut off, not failed
+    # a run stopped by the user: requests still out after the grace period failed too
     stopped = _result(rec, 99, max_error_rate=0.02)
     stopped.interrupted = True
     block = error_block(stopped)
-    assert (block["attempted"], block["unfinished"], block["cut_off"]) == (98, 0, 2)
-    assert block["share"] == pytest.approx(1 / 98) and run_is_valid(block)
+    assert (block["attempted"], block["unfinished"]) == (100, 2) and not run_is_valid(block)
 
 
 # -- the readers honour valid: false ---------------------------------------------------------------
@@ -185,6 +185,14 @@ def test_diagnose_and_report_leave_an_invalid_runs_latency_out(tmp_path):
     assert json.loads(json.dumps(result.to_dict()))["warnings"] == list(result.warnings)
     html = build_report([production, test])
     assert '<div class="warning"><b>Warning.</b> &#x27;load test&#x27; is not a valid run' in html
+    # its shards are left out too: a run whose shard 1 answered nothing (frozen) looks like
+    # a hot shard 0 to anyone who counts only the answers
+    frozen = Observations.from_dict({
+        **_invalid_test_run().to_dict(), "label": "production",
+        "shards": [{"id": "0", "requests": 2000}, {"id": "1", "requests": 0}]})
+    judged = diagnose(frozen, None)
+    assert judged.finding("key-skew").verdict == "cannot judge"
+    assert "per-shard figures are left out" in judged.warnings[0]
 
 
 def test_the_demo_stops_rather_than_tell_its_story_on_failed_requests():
@@ -196,3 +204,67 @@ def test_the_demo_stops_rather_than_tell_its_story_on_failed_requests():
             pytest.raises(HotshardError, match=r"the demo's 'uniform keys' run failed: .*"
                                                r"not a valid run: .*connection refused"):
         demo._drive(url, "uniform:1000", settings, 2.0, "uniform keys", 1, lambda _: None)
+
+
+# -- stopped early ---------------------------------------------------------------------------------
+def _started(url: str, tmp_path: Path, *extra: str) -> subprocess.Popen:
+    out = tmp_path / "obs.json"
+    return subprocess.Popen(
+        [*HOTSHARD, "drive", url, "--keys", "uniform:1000", "--rps", "200", "--duration",
+         "30s", "-o", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=ROOT, start_new_session=True)
+
+
+def _stop_after(proc: subprocess.Popen, seconds: float, signum: int) -> tuple[str, str]:
+    import signal as signals
+
+    time.sleep(seconds)
+    proc.send_signal(signum)
+    try:
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signals.SIGKILL)
+
+
+def test_ctrl_c_of_a_healthy_run_writes_it_and_exits_130(tmp_path):
+    import signal as signals
+
+    with run_server("fast") as url:
+        proc = _started(url, tmp_path)
+        stdout, stderr = _stop_after(proc, 4.0, signals.SIGINT)
+    assert proc.returncode == 130, stderr
+    doc = json.loads((tmp_path / "obs.json").read_text())
+    assert doc["drive"]["interrupted"] is True and doc["valid"] is True
+    assert "(interrupted)" in stdout.splitlines()[0] and "exit status 130" in stderr
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
+    """A listener that never answers, stopped by SIGTERM after 4 s with the default 30 s
+    timeout: every request is still out; after the grace period they are unfinished
+    failures, so the run is invalid (exit 3), not a valid run of nothing."""
+    import signal as signals
+
+    with run_server("silent") as url:
+        proc = _started(url, tmp_path, "--processes", processes)
+        stdout, stderr = _stop_after(proc, 4.0 + 2 * (processes == "2"), signals.SIGTERM)
+    assert proc.returncode == 3, (stdout, stderr)
+    doc = json.loads((tmp_path / "obs.json").read_text())
+    errors = doc["errors"]
+    assert doc["valid"] is False and errors["share"] == 1.0
+    assert errors["unfinished"] == errors["attempted"] > 100
+    assert "unfinished (no answer by the end, counted as failed)" in stdout
+
+
+def test_a_reader_that_goes_away_loses_neither_the_file_nor_the_status(tmp_path):
+    out = tmp_path / "obs.json"
+    with run_server("silent") as url:
+        shell = (f"{sys.executable} -m hotshard drive {url} --keys uniform:100 --rps 100 "
+                 f"--duration 2s --timeout 0.5s -o {out} | head -c 1; "
+                 "echo \" ${PIPESTATUS[0]}\"")
+        res = subprocess.run(["bash", "-c", shell], capture_output=True, text=True,
+                             cwd=ROOT, timeout=60)
+    assert res.stdout.endswith(" 3\n"), (res.stdout, res.stderr)
+    assert json.loads(out.read_text())["valid"] is False
+    assert "Traceback" not in res.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
@@ -80,7 +82,8 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
 
     \b
     Exit status: 0 a valid run; 2 bad input or an unreachable target (nothing was run);
-    3 the run finished but too many requests failed.
+    3 the run finished but too many requests failed; 130 the run was stopped early
+    (Ctrl-C or SIGTERM: what it measured is written, marked interrupted).
 
     \b
     Examples:
@@ -121,7 +124,7 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
         summary,
         to_observations,
     )
-    from hotshard.drive.run import EXIT_INVALID_RUN, DriveConfig
+    from hotshard.drive.run import EXIT_INTERRUPTED, EXIT_INVALID_RUN, DriveConfig
     from hotshard.drive.run import drive as run_drive
 
     try:
@@ -138,25 +141,46 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
     with live:
         result = run_drive(config, progress=live.update if live.enabled else None)
     observations = to_observations(result, label)
+    # the files first: a reader that goes away (| head) must not cost the evidence
+    if output:
+        write_json(output, observations.to_dict())
+    if hlog:
+        result.recorder.write_hlog(hlog, result.start_epoch)
+    status = (EXIT_INVALID_RUN if not observations.is_valid else
+              EXIT_INTERRUPTED if result.interrupted else 0)
+    try:
+        if as_json:
+            click.echo(json.dumps(observations.to_dict(), indent=2))
+        else:
+            for line in summary(result, observations):
+                click.echo(line)
+    except BrokenPipeError:  # the reader left: the run's verdict still decides the status
+        _quiet_stdout()
+        raise click.exceptions.Exit(status) from None
     if result.interrupted:
-        note("interrupted: the results cover the run until Ctrl-C")
-    if as_json:
-        click.echo(json.dumps(observations.to_dict(), indent=2))
-    else:
-        for line in summary(result, observations):
-            click.echo(line)
+        note("interrupted: the results cover the run until it was stopped "
+             f"(exit status {EXIT_INTERRUPTED})")
     for message in driver_warnings(result):
         warn(message)
     if output:
-        write_json(output, observations.to_dict())
         note(f"wrote {output}" + ("" if observations.is_valid else " (marked valid: false)"))
     if hlog:
-        result.recorder.write_hlog(hlog, result.start_epoch)
         note(f"wrote {hlog} (HdrHistogram interval log)")
-    if not observations.is_valid:
-        if as_json:  # the summary's first line was not printed: say it where a person looks
-            warn(invalid_warning(observations.errors or {}).removeprefix("WARNING: "))
-        raise click.exceptions.Exit(EXIT_INVALID_RUN)
+    if not observations.is_valid and as_json:
+        # the summary's first line was not printed: say it where a person looks
+        warn(invalid_warning(observations.errors or {}).removeprefix("WARNING: "))
+    if status:
+        raise click.exceptions.Exit(status)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so closing the broken pipe at exit raises nothing more."""
+    import os
+    import sys
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 class _Live:

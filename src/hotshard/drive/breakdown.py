@@ -86,23 +86,20 @@ def _redacted(url: str) -> str:
 def error_block(result: DriveResult) -> dict[str, Any]:
     """The run's failures for the observations' ``errors``: every arrival that did not get a
     successful answer (an error, an arrival dropped at --max-inflight, a request still out when
-    the run ended) over every arrival that was due. Requests still out when an interrupted run
-    stopped are ``cut_off``, neither attempted nor failed."""
+    the run ended) over every arrival that was due. A run stopped early first gives the
+    requests still out a grace period (``run.stop_grace``): those still out after it are
+    unfinished too."""
     rec = result.recorder
     unfinished = max(0, result.sent - rec.completed)
     attempted = result.sent + rec.dropped
-    cut_off = 0
-    if result.interrupted:  # out at the stop: cut off by the user, not failed by the target
-        cut_off, unfinished = unfinished, 0
-        attempted -= cut_off
     failed = rec.failed + rec.dropped + unfinished
     block: dict[str, Any] = {
         "share": failed / attempted if attempted else 1.0, "attempted": attempted,
         "failed": rec.failed, "dropped": rec.dropped, "unfinished": unfinished,
         "by_kind": dict(rec.errors.most_common()),
         "max_error_rate": result.config.max_error_rate}
-    if cut_off:
-        block["cut_off"] = cut_off
+    if rec.unattributed and rec.shards:
+        block["unattributed"] = rec.unattributed
     lat = percentiles_ms(rec.error_latency)
     if lat:
         block["latency_ms"] = lat
@@ -188,8 +185,12 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
     if rec.errors:
         kinds = ", ".join(f"{k} {v:,}" for k, v in rec.errors.most_common(6))
         lines.append(f"  errors {rec.failed:,}: {kinds}")
+    if rec.unattributed and rec.shards:
+        lines.append(f"  failures in no shard's row {rec.unattributed:,}: the target named no "
+                     "shard for them (give -p/-n to place them by key)")
     for name, n in (("dropped at --max-inflight", rec.dropped),
-                    ("unfinished at the end", e["unfinished"])):
+                    ("unfinished (no answer by the end, counted as failed)",
+                     e["unfinished"])):
         if n:
             lines.append(f"  {name} {n:,}")
 

@@ -71,9 +71,11 @@ from hotshard.drive.record import Recorder
 from hotshard.drive.run import (
     EXIT_INVALID_RUN,
     MAX_ERROR_RATE,
+    STATS_TIMEOUT_S,
     DriveConfig,
     DriveResult,
     _stats,
+    stop_grace,
 )
 from hotshard.drive.schedule import ARRIVALS
 from hotshard.drive.transport import parse_template
@@ -422,7 +424,8 @@ class Pacer:
                    start_time=self.start_epoch + due, url=self.config.url + path)
 
     def stop(self) -> None:
-        """Stop sending now; requests still out are abandoned and counted as unfinished."""
+        """Stop sending now; requests still out after a grace period (``run.stop_grace``)
+        are abandoned and counted as unfinished."""
         if self.reported:
             return
         self.stopped_at = min(max(self.now(), 0.0), self.config.duration)
@@ -430,6 +433,9 @@ class Pacer:
             self.greenlet.kill(block=True)
         if self.reported:  # finished while we waited
             return
+        # the requests still out get the same grace as `hotshard drive` gives them; what is
+        # still out after it is unfinished, a failure
+        self.inflight.join(timeout=stop_grace(self.recorder, self.config.timeout))
         self.inflight.kill(block=True, timeout=1.0)
         self.unfinished = self.sent - self.recorder.completed
         self._finish()
@@ -674,7 +680,7 @@ class _Node:
                 self._start_pacer(plan)
         logger.info("hotshard: %g requests/s for %g s of %s keys over %d worker(s)",
                     config.rate, config.duration, config.keys, len(workers))
-        self.gatherer.before = _stats(config.url, min(5.0, config.timeout))
+        self.gatherer.before = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
         gevent.spawn_later(LEAD_S + config.duration + config.timeout + GRACE_S,
                            self._finish, self.gatherer)
 
@@ -696,7 +702,7 @@ class _Node:
             return
         gatherer.finished = True
         result, extra = gatherer.result(after=_stats(gatherer.config.url,
-                                                     min(5.0, gatherer.config.timeout)))
+                                                     min(STATS_TIMEOUT_S, gatherer.config.timeout)))
         options = self.env.parsed_options
         try:
             observations, lines = write_outputs(result, extra, label=options.hotshard_label,

@@ -72,6 +72,7 @@ class Recorder:
         self.errors: Counter[str] = Counter()
         self.ok = 0
         self.dropped = 0          # arrivals not sent: --max-inflight was reached
+        self.unattributed = 0     # failures whose shard nobody named (no X-Shard, no -p)
         self.overflow = 0         # values above HIGHEST_US, recorded at the top
         self.reads = 0
         self.writes = 0
@@ -122,6 +123,8 @@ class Recorder:
                 self._value(tally.latency, done - intended)
         if error:
             self.errors[error] += 1
+            if shard is None:
+                self.unattributed += 1
         else:
             self.ok += 1
 
@@ -169,6 +172,7 @@ class Recorder:
                                dict(t.error_kinds)]
                            for s, t in self.shards.items()},
                 "errors": dict(self.errors), "ok": self.ok, "dropped": self.dropped,
+                "unattributed": self.unattributed,
                 "overflow": self.overflow, "reads": self.reads, "writes": self.writes,
                 "payload_bytes": self.payload_bytes, "keys": sorted(self.keys),
                 "last_sent": self.last_sent, "stopped_at": self.stopped_at,
@@ -185,8 +189,9 @@ class Recorder:
             tally.latency.decode_and_add(hist)
             tally.error_kinds.update(kinds)
         self.errors.update(encoded["errors"])
-        for name in ("ok", "dropped", "overflow", "reads", "writes", "payload_bytes"):
-            setattr(self, name, getattr(self, name) + encoded[name])
+        for name in ("ok", "dropped", "overflow", "reads", "writes", "payload_bytes",
+                     "unattributed"):
+            setattr(self, name, getattr(self, name) + encoded.get(name, 0))
         self.keys.update(encoded["keys"])
         self.last_sent = max(self.last_sent, encoded["last_sent"])
         stops = [t for t in (self.stopped_at, encoded.get("stopped_at")) if t is not None]

@@ -32,12 +32,15 @@ __all__ = ["DriveConfig", "DriveResult", "drive"]
 DEFAULT_HTTP_READ = "GET /channels/{key}/messages?limit=50"
 DEFAULT_HTTP_WRITE = "POST /channels/{key}/messages"
 DRAIN_S = 30.0         # after the schedule ends, wait this long for requests still out
+STOP_GRACE_MIN_S = 1.0  # a run stopped early waits at least this long for requests still out
+STATS_TIMEOUT_S = 2.0   # the target's /stats (CPU per shard), read before and after a run
 # A run whose share of failed, dropped or unfinished requests exceeds this is not a measurement
 # of the target under load: its summary says so first, its observations say valid: false and
 # the command exits EXIT_INVALID_RUN. 1%: a healthy service fails far fewer, and above it the
 # successes' percentiles describe a different system (the failing part is missing).
 MAX_ERROR_RATE = 0.01
 EXIT_INVALID_RUN = 3  # the run happened, but too many requests failed to call it a measurement
+EXIT_INTERRUPTED = 130  # stopped early by Ctrl-C or SIGTERM (the shell's 128 + SIGINT)
 # The most arrivals per second one driver process is allowed to be asked for. Measured on this
 # project's 2-core machine against a loopback server: one process holds 20,000/s (dispatch lag
 # p99 13 ms) and falls 30% behind at 40,000/s (its ceiling is about 30,000/s); the limit leaves
@@ -188,6 +191,7 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
                 await asyncio.sleep(0)  # behind schedule: still let replies be handled
             if stop.is_set():
                 recorder.stopped_at = clock()
+                await _drain_after_stop(tasks, recorder, config)
                 return sent
             if state["inflight"] >= config.max_inflight:
                 recorder.drop(due)
@@ -247,11 +251,32 @@ async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, targe
                       "recorder": recorder})
 
     reporter = asyncio.create_task(report())
-    await asyncio.gather(*(user(u) for u in users))
-    reporter.cancel()
+    running = {asyncio.create_task(user(u)) for u in users}
+    while running and not stop.is_set():
+        _, running = await asyncio.wait(running, timeout=0.1)
     if stop.is_set():
         recorder.stopped_at = min(clock(), config.duration)
+        await _drain_after_stop(running, recorder, config)
+    reporter.cancel()
     return counter["sent"]
+
+
+def stop_grace(recorder: Recorder, timeout: float) -> float:
+    """How long requests still out when a run is stopped early may take to come back: three
+    times the successes' p99 so far, at least STOP_GRACE_MIN_S, at most the request timeout.
+    What is still out after it counts as unfinished, a failure: a frozen shard's requests,
+    outstanding for seconds when the user presses Ctrl-C, must not vanish from the run."""
+    p99 = (recorder.latency.get_value_at_percentile(99) / 1e6
+           if recorder.latency.get_total_count() else 0.0)
+    return min(timeout, max(STOP_GRACE_MIN_S, 3.0 * p99))
+
+
+async def _drain_after_stop(tasks: set, recorder: Recorder, config: DriveConfig) -> None:
+    if tasks:
+        _, pending = await asyncio.wait(set(tasks), timeout=stop_grace(recorder,
+                                                                       config.timeout))
+        for task in pending:
+            task.cancel()
 
 
 class _LocalStop:
@@ -297,10 +322,29 @@ async def _run_process(config: DriveConfig, process: int,
     return recorder.encode(), sent, start_epoch
 
 
-def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: Any) -> None:
+class _ChildStop:
+    """The parent's stop event, or the parent's death: a driver process whose parent was
+    killed must not go on sending load nobody will count."""
+
+    def __init__(self, event: Any, parent: int) -> None:
+        self.event = event
+        self.parent = parent
+        self.calls = 0
+
+    def is_set(self) -> bool:
+        self.calls += 1
+        if not self.calls % 256 and os.getppid() != self.parent:
+            return True
+        return self.event.is_set()
+
+
+def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: Any,
+           parent: int) -> None:
     """One driver process: get ready (imports, keys, connections), say so, wait for the
     agreed start instant, run its share."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    for signum in (signal.SIGINT, signal.SIGTERM):  # the parent decides when to stop
+        signal.signal(signum, signal.SIG_IGN)
+    stop = _ChildStop(stop, parent)
 
     async def when_ready() -> float:
         results.put(("ready", process))
@@ -311,7 +355,9 @@ def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: An
     try:
         encoded, sent, _ = asyncio.run(_run_process(config, process, when_ready, stop, None))
         results.put((process, encoded, sent, None))
-    except Exception as e:  # reported by the parent as one line
+    except HotshardError as e:  # reported by the parent as one line
+        results.put((process, None, 0, str(e)))
+    except Exception as e:
         results.put((process, None, 0, f"{type(e).__name__}: {e}"))
 
 
@@ -353,7 +399,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     asyncio.run(reachable())
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
-    before = _stats(config.url, min(5.0, config.timeout))
+    before = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
     interrupted = False
@@ -384,14 +430,27 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         stop = ctx.Event()
         start = ctx.Value("d", 0.0)
         results = ctx.Queue()
-        children = [ctx.Process(target=_child, args=(config, k, start, stop, results),
+        children = [ctx.Process(target=_child,
+                                args=(config, k, start, stop, results, os.getpid()),
                                 daemon=True) for k in range(config.processes)]
+        stopped_by: list[int] = []
+
+        def on_signal(signum: int, _frame: Any) -> None:  # Ctrl-C or SIGTERM: stop, keep
+            stopped_by.append(signum)
+            stop.set()
+
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError):  # not the main thread: no handlers
+                previous[signum] = signal.signal(signum, on_signal)
         for child in children:
             child.start()
         got: dict[int, tuple] = {}
         ready = 0
         try:
             while len(got) < len(children):
+                if stopped_by:
+                    interrupted = True
                 try:
                     message = results.get(timeout=0.5)
                     if message[0] == "ready":
@@ -408,14 +467,10 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
                     if progress is not None:
                         progress({"t": time.time() - start_epoch, "sent": None,
                                   "inflight": None, "recorder": None})
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            while len(got) < len(children):
-                message = results.get(timeout=DRAIN_S + 10)
-                if message[0] != "ready":
-                    process, encoded, n, error = message
-                    got[process] = (encoded, n, error)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        interrupted = interrupted or bool(stopped_by)
         for child in children:
             child.join(5)
         errors = [e for _, _, e in got.values() if e]
@@ -428,7 +483,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     stopped = recorder.stopped_at
     wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
                else stopped if stopped is not None else time.time() - start_epoch)
-    after = _stats(config.url, min(5.0, config.timeout))
+    after = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
                        interrupted, (before, after))
 

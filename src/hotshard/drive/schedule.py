@@ -61,6 +61,9 @@ class Schedule:
         if self.expected > MAX_ARRIVALS:
             raise InputError(f"rate x duration asks for {self.expected:.3g} requests; at most "
                              f"{MAX_ARRIVALS:.0e}")
+        if self.expected < 1:
+            raise InputError(f"rate x duration asks for {self.expected:.3g} requests: less "
+                             "than one; raise the rate or the duration")
 
     @property
     def expected(self) -> float:
