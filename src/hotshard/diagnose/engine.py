@@ -205,10 +205,10 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
 
 def _usable(obs: Observations | None, warnings: list[str]) -> Observations | None:
     """A run marked invalid (``valid: false``: too many of its requests failed) without its
-    latency, whose percentiles describe a failing system; its request counts still say where
-    its keys went. Said in ``warnings``."""
+    measurements (``Observations.without_measurements``). Said in ``warnings``."""
     if obs is None or obs.is_valid:
         return obs
-    warnings.append(f"{obs.invalid_reason}: its latency is left out of the judgement (it "
-                    "measured the failures, not the target); fix them and run it again")
-    return obs.without_latency()
+    warnings.append(f"{obs.invalid_reason}: its latency and per-shard figures are left out "
+                    "of the judgement (they describe the requests that got through, not the "
+                    "target); fix the failures and run it again")
+    return obs.without_measurements()

@@ -575,10 +575,10 @@ def build_report(observations: Observations | Sequence[Observations], *,
         raise InputError("the report draws its plots with matplotlib, which is not installed: "
                          "pip install 'hotshard[plot]'") from None
     items = _unique_labels(originals)
-    # a run marked invalid (too many failures) keeps its request counts but not its latency,
+    # a run marked invalid (too many failures) keeps what it was but not what it measured,
     # which describes a failing system; the page says so before anything else
     warnings = [o.invalid_reason for o in originals if not o.is_valid]
-    items = [o if o.is_valid else o.without_latency() for o in items]
+    items = [o if o.is_valid else o.without_measurements() for o in items]
     prod, base = _role_objects(items, originals, diagnosis, production, baseline)
     roles = assign_roles(items, production=prod, baseline=base)
     layout, layout_note, predicted = None, None, None
@@ -605,8 +605,9 @@ def build_report(observations: Observations | Sequence[Observations], *,
     heading = title or f"hotshard report: {roles.production.label}"
     summary = ("<div class=\"summary\"><b>In short.</b> " + " ".join(page.summary) + "</div>"
                if page.summary else "")
-    summary = "".join(f'<div class="warning"><b>Warning.</b> {_e(w)}: its latency is left '
-                      "out of this report (it measured the failures, not the target).</div>"
+    summary = "".join(f'<div class="warning"><b>Warning.</b> {_e(w)}: its latency and '
+                      "per-shard figures are left out of this report (they describe the "
+                      "requests that got through, not the target).</div>"
                       for w in warnings) + summary
     sections = "".join(f'<section id="{key}"><h2>{_e(SECTIONS[key])}</h2>{body}</section>'
                        for key, body in bodies.items())
