@@ -313,3 +313,13 @@ def test_absurd_but_finite_values_are_judged_and_drawn_plainly(tmp_path, scale):
 
     for text in (res.stdout, (tmp_path / "r.html").read_text()):
         assert not re.search(r"\d{16}|(\d{1,3},){5}\d{3}", text)  # no 16+ digit numbers
+
+
+@pytest.mark.parametrize(("rps", "capacity"), [("1e300", "400"), ("1e15", "1e-300"),
+                                               ("3000", "1e-10")])
+def test_predict_refuses_a_load_no_unit_slip_explains(rps, capacity):
+    from tests.conftest import ROOT
+
+    res = run_cli("predict", str(ROOT / "examples" / "incident.profile.json"), "-p", "kafka",
+                  "-n", "4", "--rps", rps, "--capacity", capacity)
+    assert_refused(res, ROOT, None, "times one shard's capacity: check the units")

@@ -27,6 +27,10 @@ from hotshard.shards.partitioners import Partitioner
 
 __all__ = ["Prediction", "WhatIf", "head_shards", "predict", "tail_placement"]
 
+# rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
+# its CPU figures would print in powers of ten or overflow.
+MAX_LOAD_RATIO = 1e6
+
 # without per-operation counts, the generator's default mix: one fact, one place
 DEFAULT_READ_SHARE = DEFAULT_OPS["read"]
 UNIFORM_BAND_SD = 3.0
@@ -221,6 +225,11 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     on_hot = np.flatnonzero(placed == hot)
     top = tuple((head_keys[i], float(head_counts[i] / events)) for i in on_hot[:5])
     low, high, u_mom = _uniform_band(profile, own)
+    if rps is not None and not (capacity and rps / capacity <= MAX_LOAD_RATIO):
+        raise InputError(f"{rps:,.4g} requests/s on shards that each serve {capacity:,.4g}/s "
+                         f"is more than {MAX_LOAD_RATIO:.0e} times one shard's capacity: check "
+                         "the units (--rps: the whole service's requests/s; --capacity: what "
+                         "one shard serves at 100% CPU)")
     cpu = None if rps is None else rps * shares / capacity
     result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
                         recorded is not None, cpu, rps, capacity)
