@@ -92,6 +92,9 @@ def profile_summary(summary, source: str) -> str:
         lines.append(f"  rate             mean {s.rate['mean_rps']:,.1f}/s, "
                      f"p99 {s.rate['p99_rps']:,.0f}/s, peak {s.rate['peak_rps']:,.0f}/s "
                      f"over {s.rate['seconds']:,} s")
+    if s.lru_hits:
+        lines.append("  LRU hit rate     " + " / ".join(f"{hit:.3f}" for hit in s.lru_hits.values())
+                     + " at " + " / ".join(s.lru_hits) + f" of keys ({s.locality_order} order)")
     if s.sizes:
         lines.append("  payload sizes    " + ", ".join(
             f"p{float(q) * 100:g} {v:,.0f}" for q, v in s.sizes.items()))

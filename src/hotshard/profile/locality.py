@@ -292,8 +292,9 @@ def measure_locality(keys: NDArray, *, order: str = "file",
         if stream.size == 0:
             raise ProfileError(f"locality: a SHARDS sample at rate {sample_rate:g} keeps no "
                                "reference of this stream; use a higher rate or the exact pass")
-    stack, reuse, first, exact = stack_pass(stream, n_keys, key_class, n_classes, N_BINS,
-                                            BINS_PER_OCTAVE, n_keys, 1.0 / rate)
+    stack, reuse, first, exact = stack_pass(stream, n_keys, key_class.astype(np.int8),
+                                            n_classes, N_BINS, BINS_PER_OCTAVE, n_keys,
+                                            1.0 / rate)
     keys_per_class = np.bincount(key_class, minlength=n_classes)
     classes = []
     for c in range(n_classes):
