@@ -2,7 +2,9 @@
 
 A fake peer is what a driver can meet at the end of a redis:// URL that is not a healthy
 Redis: ``http`` answers anything with an HTTP 400 (a web server), ``silent`` accepts and never
-answers (a hung listener, or a frozen node), ``reply`` answers every command with one fixed
+answers (a hung listener, or a frozen node), ``trickle`` sends ``+`` every 0.3 s from the
+moment it accepts and never ends the line (a reply that never completes, which defeats a
+timeout on each read), ``reply`` answers every command with one fixed
 RESP reply (``-LOADING ...``; ``{port}`` in it is the peer's own port, so ``-MOVED 1
 127.0.0.1:{port}`` redirects to itself forever), so the client's error naming is checked
 without having to bring a real node into that state.
@@ -21,6 +23,7 @@ from collections.abc import Iterator
 from hotshard.cluster import local
 
 _COMMAND = re.compile(rb"(?:^|\r\n)\*\d+\r\n")
+TRICKLE_EVERY_S = 0.3
 
 
 def free_base(n: int) -> int:
@@ -58,8 +61,14 @@ def fake_peer(kind: str, reply: bytes = b"") -> Iterator[int]:
     reply = reply.replace(b"{port}", str(listener.getsockname()[1]).encode())
     connections: list[socket.socket] = []
 
+    closing = threading.Event()
+
     def serve(conn: socket.socket) -> None:
         with contextlib.suppress(OSError):
+            if kind == "trickle":
+                while not closing.wait(TRICKLE_EVERY_S):
+                    conn.sendall(b"+")
+                return
             while data := conn.recv(65536):
                 if kind == "http":
                     conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
@@ -78,6 +87,7 @@ def fake_peer(kind: str, reply: bytes = b"") -> Iterator[int]:
     try:
         yield listener.getsockname()[1]
     finally:
+        closing.set()
         with contextlib.suppress(OSError):
             listener.shutdown(socket.SHUT_RDWR)
         listener.close()

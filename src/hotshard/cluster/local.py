@@ -6,12 +6,20 @@ Each node is one single-threaded redis-server process, so a hot key saturates on
 as the incident's hot channel saturated one shard. The pids, ports, directories and the
 cluster's password are recorded in ``DIR/cluster.json`` (mode 0600, in a 0700 directory);
 ``down`` stops the processes recorded there and nothing else (it checks each pid still runs
-redis-server on its port before signalling it).
+redis-server on its port before signalling it). Every file the nodes write (append-only
+files, nodes.conf, redis.log) is 0600: they run with a umask of 077. A start that is refused
+or interrupted (Ctrl-C, SIGTERM) stops the nodes it started and removes what it created.
 
 Closed by default: every node requires a password generated at start (``requirepass``, and
 ``masterauth`` so replicas can sync), kept in a 0600 config file per node rather than on the
 command line, where ``ps`` shows it to every user. Clients give it in the URL form redis
-clients accept: ``redis-cluster://:PASSWORD@HOST:PORT`` (``USER:PASSWORD@`` for an ACL user).
+clients accept, ``redis-cluster://:PASSWORD@HOST:PORT`` (``USER:PASSWORD@`` for an ACL user),
+or, to keep it off command lines too, in the environment variable ``REDISCLI_AUTH``
+(redis-cli's own convention), which is used when the URL gives no password.
+
+Every question to a node (the slot map, CLUSTER NODES, INFO) is a few commands on a new
+connection, bounded as a whole by one deadline (``timeout``, default ``DEFAULT_TIMEOUT`` =
+5 s) whatever the node does: see ``hotshard.cluster.resp.exchange``.
 """
 
 from __future__ import annotations
@@ -25,98 +33,40 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
 
+from hotshard._atomic import why_not_a_directory
+from hotshard.cluster.resp import (
+    DEFAULT_TIMEOUT,
+    PASSWORD_ENV,
+    NodeLoading,
+    NodeUnreachable,
+    RedisURL,
+    aask_all,
+    ask,
+    ask_all,
+    parse_info,
+    parse_url,
+    redact_url,
+)
+from hotshard.cluster.resp import node_key as _node_key
 from hotshard.errors import HotshardError, InputError
 
-__all__ = ["ClusterState", "ClusterStatus", "NodeStatus", "NodeUnreachable", "RedisURL",
-           "STATE_FILE", "check_resources", "down", "find_redis_server", "live_slot_map",
-           "load_state", "parse_url", "redact_url", "replica_map", "status", "topology", "up"]
+__all__ = ["DEFAULT_TIMEOUT", "PASSWORD_ENV", "ClusterState", "ClusterStatus", "NodeStatus",
+           "NodeUnreachable", "RedisURL", "STATE_FILE", "aask_all", "ask", "ask_all",
+           "atopology", "check_resources", "down", "find_redis_server", "live_slot_map",
+           "load_state", "parse_info", "parse_url", "redact_url", "replica_map", "status",
+           "topology", "up"]
 
 STATE_FILE = "cluster.json"
 REDIS_SLOTS = 16384
 BUS_OFFSET = 10000
 INSTALL_HINT = ("install Debian's redis-server package (sudo apt-get install redis-server; "
                 "`make test` does it)")
-PASSWORD_HINT = ("give the URL `hotshard cluster up` printed, redis-cluster://:PASSWORD@HOST:PORT "
-                 "(`hotshard cluster status --dir DIR` shows it again)")
 FAILURE_FLAGS = ("fail", "fail?", "handshake", "noaddr")  # CLUSTER NODES flags that mean trouble
-
-
-class NodeUnreachable(InputError):
-    """A node did not answer as a Redis server does: refused, reset, silent, or not RESP."""
-
-
-@dataclass(frozen=True)
-class RedisURL:
-    """A node to talk to and how to log in: ``redis[-cluster]://[[USER]:PASSWORD@]HOST[:PORT]``."""
-
-    host: str
-    port: int
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    scheme: str = "redis-cluster"
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def at(self, address: str) -> RedisURL:
-        """Another node of the same cluster, with the same credentials."""
-        host, port = _node_key(address)
-        return replace(self, host=host or self.host, port=port)
-
-    def __str__(self) -> str:
-        return self._format(quote(self.password, safe="") if self.password is not None
-                            else None)
-
-    def redacted(self) -> str:
-        """The URL without its password: for messages, logs and recorded results."""
-        return self._format("***" if self.password is not None else None)
-
-    def _format(self, password: str | None) -> str:
-        user = quote(self.username or "", safe="")
-        login = f"{user}:{password}@" if password is not None else f"{user}@" if user else ""
-        return f"{self.scheme}://{login}{self.address}"
-
-
-def parse_url(url: str | RedisURL) -> RedisURL:
-    """``redis://`` or ``redis-cluster://`` URL (or bare ``HOST:PORT``) -> RedisURL.
-
-    The password may be given as ``:PASSWORD@`` or ``USER:PASSWORD@``, percent-encoded as in
-    any URL; the port defaults to 6379.
-    """
-    if isinstance(url, RedisURL):
-        return url
-    parts = urlsplit(url if "://" in url else f"redis://{url}")
-    if parts.scheme not in ("redis", "redis-cluster") or not parts.hostname:
-        raise InputError("expected redis://HOST:PORT or redis-cluster://[:PASSWORD@]HOST:PORT, "
-                         f"got {_redact_text(url)!r}")
-    try:
-        port = parts.port or 6379
-    except ValueError:
-        raise InputError(f"bad port in {_redact_text(url)!r}") from None
-    username = unquote(parts.username) if parts.username else None
-    password = unquote(parts.password) if parts.password is not None else None
-    return RedisURL(parts.hostname, port, username, password, parts.scheme)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (a URL that does not parse is returned
-    with its login part cut), so a recorded target or a message never carries a secret."""
-    try:
-        return parse_url(url).redacted()
-    except InputError:
-        return _redact_text(url)
-
-
-def _redact_text(url: str) -> str:
-    scheme, sep, rest = url.rpartition("://")
-    login, at, host = rest.rpartition("@")
-    return f"{scheme}{sep}***@{host}" if at else url
 
 
 @dataclass(frozen=True)
@@ -232,60 +182,6 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def _client(url: RedisURL, timeout: float = 5.0):
-    """A redis-py client for one node. No retries: redis-py's default retries a timed-out
-    command three times with backoff, so a silent peer took ~25 s instead of ``timeout``."""
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    return redis.Redis(host=url.host, port=url.port, username=url.username,
-                       password=url.password, socket_timeout=timeout,
-                       socket_connect_timeout=timeout, decode_responses=True,
-                       retry=Retry(NoBackoff(), 0))
-
-
-def _auth_error(url: RedisURL, error: Exception) -> InputError:
-    text = str(error)
-    if "without any password" in text or "no password is set" in text:
-        return InputError(f"Redis at {url.address} has no password, but the URL gives one: "
-                          "remove ':PASSWORD@' from it")
-    if url.password is None:
-        return InputError(f"Redis at {url.address} needs a password (NOAUTH) and the URL gives "
-                          f"none: {PASSWORD_HINT}")
-    return InputError(f"Redis at {url.address} refused the password in the URL (WRONGPASS): "
-                      f"{PASSWORD_HINT}")
-
-
-def _ask(url: RedisURL, *command: Any, timeout: float = 5.0, client: Any = None) -> Any:
-    """One command to one node; every way it can fail is one InputError naming the node
-    (NodeUnreachable when the node is not there, silent or not Redis)."""
-    import redis.exceptions as rx
-
-    try:
-        return (client or _client(url, timeout)).execute_command(*command)
-    except rx.AuthenticationError as e:
-        raise _auth_error(url, e) from None
-    except rx.BusyLoadingError:
-        raise InputError(f"Redis at {url.address} is loading its data (LOADING): wait for it"
-                         ) from None
-    except rx.TimeoutError:
-        raise NodeUnreachable(f"{url.address} accepted the connection but sent no answer "
-                              f"within {timeout:g} s: not a Redis server, or a frozen one"
-                              ) from None
-    except rx.ConnectionError as e:
-        raise NodeUnreachable(f"cannot reach Redis at {url.address}: {e}") from None
-    except (rx.InvalidResponse, UnicodeDecodeError):
-        raise NodeUnreachable(f"{url.address} is not a Redis server (its answer is not the "
-                              "Redis protocol)") from None
-    except rx.ResponseError as e:
-        if "cluster support disabled" in str(e):
-            raise InputError(f"{url.address} is a Redis server without cluster mode, not a "
-                             "Redis Cluster node") from None
-        raise InputError(f"{url.address} answered {' '.join(map(str, command[:2]))} with an "
-                         f"error: {e}") from None
-
-
 def _wait(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     last: Exception | None = None
@@ -293,9 +189,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
         try:
             if predicate():
                 return
-        except HotshardError:
-            raise
-        except Exception as e:  # not up yet
+        except (NodeUnreachable, NodeLoading) as e:  # not listening, or not loaded, yet
             last = e
         time.sleep(0.05)
     raise HotshardError(f"{what} within {timeout:g} s" + (f" ({last})" if last else ""))
@@ -319,11 +213,52 @@ def _write_private(path: Path, text: str) -> None:
 def _private_dir(path: Path) -> None:
     """Create ``path`` (and parents) with the new directory itself 0700; one that already
     exists is left as it is (it may be shared, as /tmp is)."""
-    if not path.exists():
+    if path.is_dir():
+        return
+    try:
         path.mkdir(parents=True, mode=0o700)
-        os.chmod(path, 0o700)  # mkdir's mode is reduced by the umask, never widened: be exact
-    elif not path.is_dir():
-        raise InputError(f"{path} is a file, not a directory: give another --dir")
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"cannot keep the cluster in {path}: {why_not_a_directory(path)}"
+                         ) from None
+    except OSError as e:
+        raise InputError(f"cannot create {path}: {e.strerror or e}") from None
+    os.chmod(path, 0o700)  # mkdir's mode is reduced by the umask, never widened: be exact
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist (what creating ``path``
+    creates, and removes again), or None when ``path`` exists."""
+    missing = None
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            break
+        missing = candidate
+    return missing
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while a cleanup runs, so a second Ctrl-C cannot cut it
+    short and leave processes or files behind (main thread only; elsewhere a no-op)."""
+    previous = {}
+    with contextlib.suppress(ValueError):
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
 
 # Measured on the development machine (redis-server 7.0.15, jemalloc, idle, no data): one
 # cluster-enabled node has 12.3 MiB resident (VmRSS 12,600 kB), 5 threads (main, 3 bio
@@ -453,12 +388,19 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
     after the masters'), every node requiring a new random password; return once every node
     reports ``cluster_state:ok`` and every replica has synced with its master.
 
+    All or nothing: a start that fails or is interrupted (KeyboardInterrupt, or any other
+    exception, such as the CLI's on SIGTERM) kills the nodes it started and removes what it
+    created: the directory if it made it, else only the entries it added, and a previous
+    cluster's node files it had set aside (nodes.conf, append-only files, redis.conf) are
+    put back; a start that succeeds deletes them (the new cluster starts empty).
+
     Raises
     ------
     InputError
         No redis-server, fewer than 1 or more than 1000 nodes, a port (or its cluster bus port,
-        +10000) in use, a directory that already holds a running cluster, or a machine that
-        cannot hold that many nodes (open files, memory, processes; see ``check_resources``).
+        +10000) in use, a directory that already holds a running cluster or that cannot be
+        one (a file in the way), or a machine that cannot hold that many nodes (open files,
+        memory, processes; see ``check_resources``).
     """
     if not 1 <= nodes <= 1000:
         raise InputError(f"nodes must be in 1..1000, got {nodes}")
@@ -471,6 +413,11 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
                          f"(+{BUS_OFFSET}), got {port}")
     binary = find_redis_server()
     root = Path(directory)
+    existing = next((a for a in (root, *root.parents) if a.exists()), None)
+    if existing is not None and not existing.is_dir():  # a file where a directory must be
+        raise InputError(f"cannot keep the cluster in {root}: {why_not_a_directory(root)}")
+    if root.is_dir() and not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+        raise InputError(f"cannot keep the cluster in {root}: no permission to write in it")
     if (root / STATE_FILE).exists():
         raise InputError(f"{root} already holds a cluster (see {root / STATE_FILE}): "
                          f"`hotshard cluster down --dir {root}` first")
@@ -480,37 +427,77 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
     if busy:
         raise InputError(f"port {busy[0]} (or its cluster bus port {busy[0] + BUS_OFFSET}) on "
                          f"{host} is in use: pick another --port")
-    _private_dir(root)
-    password = secrets.token_urlsafe(24)  # URL-safe: the URL needs no percent-encoding
-    procs = []
+    created = _first_missing(root)
+    before = {} if created is not None else _entries(root, ports)
+    procs: list[subprocess.Popen] = []
+    aside: list[tuple[Path, Path]] = []  # (where a previous cluster's file waits, its place)
     try:
+        _private_dir(root)
+        password = secrets.token_urlsafe(24)  # URL-safe: the URL needs no percent-encoding
         for p in ports:
-            procs.append(_start_node(binary, root, host, p, password, persist))
+            _start_node(binary, root, host, p, password, persist, procs, aside)
         state = ClusterState(host, ports, tuple(pr.pid for pr in procs), str(root.resolve()),
                              persist, password)
         _write_private(root / STATE_FILE, json.dumps(state.to_dict(), indent=2) + "\n")
         _form(state, procs, masters, replicas, timeout)
-        return state
     except BaseException:
-        for pr in procs:
-            with contextlib.suppress(ProcessLookupError):
-                pr.kill()
-            pr.wait()
-        with contextlib.suppress(FileNotFoundError):
-            (root / STATE_FILE).unlink()
+        with _signals_held():
+            for pr in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    pr.kill()
+                pr.wait()
+            if created is not None:
+                _remove(created)
+            else:
+                for kept, place in reversed(aside):
+                    _remove(place)
+                    os.replace(kept, place)
+                _remove_added(root, before)
         raise
+    for kept, _ in aside:
+        _remove(kept)
+    return state
+
+
+def _entries(root: Path, ports: tuple[int, ...]) -> dict[Path, set[str]]:
+    """What ``root`` and its node directories for ``ports`` hold before a start."""
+    out = {root: set(os.listdir(root))}
+    for p in ports:
+        node_dir = root / f"node-{p}"
+        if node_dir.is_dir():
+            out[node_dir] = set(os.listdir(node_dir))
+    return out
+
+
+def _remove_added(root: Path, before: dict[Path, set[str]]) -> None:
+    """Undo a failed start in a directory that existed: remove the entries it added."""
+    for name in set(os.listdir(root)) - before[root]:
+        _remove(root / name)
+    for node_dir, had in before.items():
+        if node_dir != root and node_dir.is_dir():
+            for name in set(os.listdir(node_dir)) - had:
+                _remove(node_dir / name)
 
 
 def _start_node(binary: str, root: Path, host: str, port: int, password: str,
-                persist: bool) -> subprocess.Popen:
-    """One redis-server, its secrets in a 0600 config file (the argv is world-readable)."""
+                persist: bool, procs: list[subprocess.Popen],
+                aside: list[tuple[Path, Path]]) -> None:
+    """Start one redis-server into ``procs``, its secrets in a 0600 config file (the argv is
+    world-readable); a previous cluster's files in its directory are set aside (recorded
+    in ``aside``) so the node starts empty. It runs with a umask of 077, so every file it
+    ever writes (append-only files, also those of later rewrites, nodes.conf, redis.log,
+    dump.rdb) is 0600: Redis has no umask setting, and a chmod after the fact would leave
+    each file readable for a moment and miss the files Redis creates later."""
     node_dir = root / f"node-{port}"
     node_dir.mkdir(mode=0o700, exist_ok=True)
     os.chmod(node_dir, 0o700)  # its append-only file holds the users' messages
-    for stale in ("nodes.conf", "appendonly.aof", "dump.rdb"):
-        with contextlib.suppress(FileNotFoundError):
-            (node_dir / stale).unlink()
-    shutil.rmtree(node_dir / "appendonlydir", ignore_errors=True)
+    for stale in ("nodes.conf", "appendonly.aof", "dump.rdb", "appendonlydir", "redis.conf"):
+        place = node_dir / stale
+        if place.exists() or place.is_symlink():
+            kept = node_dir / f".{stale}.before-up"
+            _remove(kept)  # left by a start that was killed outright
+            os.replace(place, kept)
+            aside.append((kept, place))
     config = node_dir / "redis.conf"
     _write_private(config, f"requirepass {password}\nmasterauth {password}\n")
     argv = [binary, str(config.resolve()), "--port", str(port), "--bind", host,
@@ -519,8 +506,11 @@ def _start_node(binary: str, root: Path, host: str, port: int, password: str,
             "--daemonize", "no", "--save", "", "--logfile", "redis.log"]
     argv += (["--appendonly", "yes", "--appendfsync", "everysec"] if persist
              else ["--appendonly", "no"])
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    # umask= is applied in the child between fork and exec (no preexec_fn, which is unsafe
+    # with threads); start_new_session: the terminal's Ctrl-C reaches us, not the nodes
+    procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True,
+                                  umask=0o077))
 
 
 def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, replicas: int,
@@ -528,7 +518,10 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
     """Wait for the nodes, assign the slots, introduce the nodes, attach the replicas."""
     host, ports, root = state.host, state.ports, Path(state.dir)
     nodes = len(ports)
-    at = state.redis_url.at
+
+    def node(p: int) -> RedisURL:
+        return state.redis_url.at(f"{host}:{p}")
+
     for p, proc in zip(ports, procs, strict=True):
         def answers(p: int = p, proc: subprocess.Popen = proc) -> bool:
             if proc.poll() is not None:
@@ -537,29 +530,26 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
                                        if log.exists() else []) if " # " in ln]
                 reason = lines[-1].split(" # ", 1)[1] if lines else "see its redis.log"
                 raise InputError(f"node {host}:{p} exited at start: {reason}")
-            return bool(_client(at(f"{host}:{p}")).ping())
+            return ask(node(p), "PING", timeout=1.0) == "PONG"
 
         _wait(answers, timeout, f"node {host}:{p} did not answer")
     for p, (first, last) in zip(ports[:masters], even_slot_ranges(masters), strict=True):
-        _client(at(f"{host}:{p}")).execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
-    first_node = _client(at(f"{host}:{ports[0]}"))
-    for p in ports[1:]:
-        first_node.execute_command("CLUSTER", "MEET", host, p)
+        ask(node(p), "CLUSTER", "ADDSLOTSRANGE", first, last)
+    ask_all(node(ports[0]), [("CLUSTER", "MEET", host, p) for p in ports[1:]])
     if replicas:
-        ids = {p: _client(at(f"{host}:{p}")).execute_command("CLUSTER", "MYID") for p in ports}
+        ids = {p: ask(node(p), "CLUSTER", "MYID") for p in ports}
 
         def everyone_knows_everyone() -> bool:
-            return all(f"cluster_known_nodes:{nodes}" in str(
-                _client(at(f"{host}:{p}")).execute_command("CLUSTER", "INFO")) for p in ports)
+            return all(f"cluster_known_nodes:{nodes}" in ask(node(p), "CLUSTER", "INFO")
+                       for p in ports)
 
         _wait(everyone_knows_everyone, timeout, "the nodes did not meet")
         for k, p in enumerate(ports[masters:]):
-            master = ports[k % masters]
-            _client(at(f"{host}:{p}")).execute_command("CLUSTER", "REPLICATE", ids[master])
+            ask(node(p), "CLUSTER", "REPLICATE", ids[ports[k % masters]])
 
     def all_ok() -> bool:
         for p in ports:
-            text = str(_client(at(f"{host}:{p}")).execute_command("CLUSTER", "INFO"))
+            text = ask(node(p), "CLUSTER", "INFO")
             if "cluster_state:ok" not in text or f"cluster_known_nodes:{nodes}" not in text:
                 return False
         return True
@@ -567,14 +557,13 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
     _wait(all_ok, timeout, "the cluster did not reach cluster_state:ok")
     if replicas:
         def synced() -> bool:
-            return all(_client(at(f"{host}:{p}")).info("replication").get("master_link_status")
-                       == "up" for p in ports[masters:])
+            return all(parse_info(ask(node(p), "INFO", "replication")).get(
+                "master_link_status") == "up" for p in ports[masters:])
 
         _wait(synced, timeout, "the replicas did not sync with their masters")
 
         def announced() -> bool:  # every node's slot map lists the replicas (gossip)
-            return all(len(r[3]) == replicas for p in ports
-                       for r in topology(at(f"{host}:{p}")))
+            return all(len(r[3]) == replicas for p in ports for r in topology(node(p)))
 
         _wait(announced, timeout, "the replicas were not announced to every node")
 
@@ -634,43 +623,50 @@ def down(directory: str | os.PathLike[str], *, timeout: float = 10.0) -> list[in
     return stopped
 
 
-def _node_key(address: str) -> tuple[str, int]:
-    h, _, p = address.rpartition(":")
-    return h, int(p)
+TOPOLOGY = (("CLUSTER", "INFO"), ("CLUSTER", "SLOTS"))
 
 
-def topology(url: str | RedisURL, *, timeout: float = 5.0
+def topology(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
              ) -> list[tuple[int, int, str, tuple[str, ...]]]:
     """CLUSTER SLOTS as sorted (first, last, master address, replica addresses), from one
-    node, each exchange bounded by ``timeout``.
+    node; connecting and both exchanges (CLUSTER INFO, CLUSTER SLOTS) are bounded as a whole
+    by ``timeout``, whatever the node does.
 
     Raises
     ------
     InputError
-        The node is unreachable, silent or not Redis (NodeUnreachable), needs another
-        password, is not a cluster node, or the cluster is not ``cluster_state:ok``.
+        The node is unreachable, silent, too slow or not Redis (NodeUnreachable), needs
+        another password, is not a cluster node, or the cluster is not ``cluster_state:ok``.
     """
     url = parse_url(url)
-    client = _client(url, timeout)
-    text = str(_ask(url, "CLUSTER", "INFO", timeout=timeout, client=client))
+    return _topology_rows(url, *ask_all(url, TOPOLOGY, timeout=timeout))
+
+
+async def atopology(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
+                    ) -> list[tuple[int, int, str, tuple[str, ...]]]:
+    """``topology`` on the running event loop (no thread), bounded the same way."""
+    url = parse_url(url)
+    return _topology_rows(url, *await aask_all(url, TOPOLOGY, timeout=timeout))
+
+
+def _topology_rows(url: RedisURL, info: Any, rows: Any
+                   ) -> list[tuple[int, int, str, tuple[str, ...]]]:
+    text = str(info)
     if "cluster_state:ok" not in text:
         state = next((ln for ln in text.splitlines() if ln.startswith("cluster_state")), "?")
         raise InputError(f"the cluster at {url.address} is not ok ({state.strip()}): wait "
                          "for it or fix it before measuring (`hotshard cluster status` names "
                          "the failing nodes)")
-    rows = _ask(url, "CLUSTER", "SLOTS", timeout=timeout, client=client)
     host = url.host
     out = []
-    if isinstance(rows, dict):  # redis-py may parse CLUSTER SLOTS into {(a, b): {...}}
-        for (a, b), desc in rows.items():
-            primary = desc["primary"]
-            replicas = tuple(f"{r[0] or host}:{r[1]}" for r in desc.get("replicas", []))
-            out.append((int(a), int(b), f"{primary[0] or host}:{primary[1]}", replicas))
-    else:
-        for row in rows:
-            replicas = tuple(f"{r[0] or host}:{r[1]}" for r in row[3:])
-            out.append((int(row[0]), int(row[1]), f"{row[2][0] or host}:{row[2][1]}",
+    try:
+        for row in rows:  # [first, last, [ip, port, id, ...], [replica ip, port, ...]...]
+            replicas = tuple(f"{r[0] or host}:{int(r[1])}" for r in row[3:])
+            out.append((int(row[0]), int(row[1]), f"{row[2][0] or host}:{int(row[2][1])}",
                         replicas))
+    except (TypeError, ValueError, IndexError):
+        raise NodeUnreachable(f"{url.address} answered CLUSTER SLOTS with something else "
+                              "than a slot map: not a Redis Cluster node") from None
     return sorted(out)
 
 
@@ -699,13 +695,15 @@ def slot_map_of(rows: list[tuple[int, int, str, tuple[str, ...]]], where: str = 
     return slot_node, nodes
 
 
-def replica_map(url: str | RedisURL, *, timeout: float = 5.0) -> dict[str, tuple[str, ...]]:
+def replica_map(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
+                ) -> dict[str, tuple[str, ...]]:
     """Each master's replica addresses, from a live CLUSTER SLOTS."""
     return replicas_of(topology(url, timeout=timeout))
 
 
-def live_slot_map(url: str | RedisURL, *, timeout: float = 5.0):
-    """(slot -> node index array, node addresses in index order) from a live CLUSTER SLOTS.
+def live_slot_map(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT):
+    """(slot -> node index array, node addresses in index order) from a live CLUSTER SLOTS,
+    fetched within ``timeout`` seconds in all (see ``topology``).
 
     Nodes are numbered by (host, port), so node 0 of a local cluster is its first port.
     """
@@ -733,34 +731,30 @@ def _parse_cluster_nodes(text: str, host: str) -> list[dict[str, Any]]:
     return out
 
 
-def _view(url: RedisURL, seeds: list[str], timeout: float
-          ) -> tuple[str, str, list[dict[str, Any]]] | NodeUnreachable:
-    """(node asked, its cluster_state, its CLUSTER NODES) from the first seed that answers;
-    the first seed's NodeUnreachable when none does. Other errors (password, not a cluster)
-    are raised: asking another node would not change them."""
-    first: NodeUnreachable | None = None
-    for address in seeds:
-        node = url.at(address)
-        try:
-            client = _client(node, timeout)
-            listing = _ask(node, "CLUSTER", "NODES", timeout=timeout, client=client)
-            info = str(_ask(node, "CLUSTER", "INFO", timeout=timeout, client=client))
-        except NodeUnreachable as e:
-            first = first or e
-            continue
-        state = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                      if ln.startswith("cluster_state:")), "?")
-        return address, state, _parse_cluster_nodes(listing, node.host)
-    assert first is not None  # seeds is never empty
-    return first
+STATUS_QUESTIONS = (("CLUSTER", "NODES"), ("CLUSTER", "INFO"), ("INFO", "all"))
+STATUS_CONNECTIONS = 128  # nodes asked at once
 
 
-def _node_info(url: RedisURL, timeout: float) -> dict[str, Any] | None:
-    try:
-        info = _ask(url, "INFO", "all", timeout=timeout)
-    except NodeUnreachable:
-        return None
-    return info if isinstance(info, dict) else None
+def _ask_each(url: RedisURL, addresses: Sequence[str], commands: Sequence[Sequence[Any]],
+              timeout: float) -> dict[str, list[Any] | InputError]:
+    """Each node's replies to ``commands`` (or why it gave none), the nodes asked at once on
+    an event loop of its own, each within ``timeout``."""
+    import asyncio
+
+    async def one(address: str, gate: asyncio.Semaphore) -> list[Any] | InputError:
+        async with gate:
+            try:
+                return await aask_all(url.at(address), commands, timeout=timeout)
+            except InputError as e:
+                return e
+
+    async def every() -> list[list[Any] | InputError]:
+        gate = asyncio.Semaphore(STATUS_CONNECTIONS)
+        return await asyncio.gather(*(one(a, gate) for a in addresses))
+
+    if not addresses:
+        return {}
+    return dict(zip(addresses, asyncio.run(every()), strict=True))
 
 
 def status(url: str | RedisURL, *, known: tuple[str, ...] = (), timeout: float = 2.0
@@ -769,38 +763,51 @@ def status(url: str | RedisURL, *, known: tuple[str, ...] = (), timeout: float =
     e.g. from the state file), each with its role, slots, health and, when it answers, ops/s,
     CPU seconds, memory and keys. A dead or frozen node is shown as unreachable, not an error.
 
+    The given node and the ``known`` ones are asked at once, each within ``timeout``; then
+    the nodes only CLUSTER NODES listed, so the whole takes at most about twice ``timeout``.
+    Runs an event loop of its own: call it where none runs.
+
     Raises
     ------
     InputError
         No node answers and no ``known`` addresses were given (NodeUnreachable: nothing to
         show), a node wants another password, or the node is not a cluster node.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     url = parse_url(url)
     seeds = list(dict.fromkeys([url.address, *known]))
-    view = _view(url, seeds, timeout)
-    if isinstance(view, NodeUnreachable):
+    answers = _ask_each(url, seeds, STATUS_QUESTIONS, timeout)
+    seen_from = next((a for a in seeds if isinstance(answers[a], list)), None)
+    first_error = next((e for e in answers.values() if not isinstance(e, NodeUnreachable)
+                        and isinstance(e, InputError)), None)
+    if seen_from is None:
+        if first_error is not None:  # a password or not a cluster: another node would agree
+            raise first_error
         if not known:
-            raise view
-        return ClusterStatus(str(url), "unknown", tuple(
+            raise answers[url.address]  # type: ignore[misc]
+        return ClusterStatus(url.given(), "unknown", tuple(
             NodeStatus(a, "?", "unreachable") for a in sorted(seeds, key=_node_key)))
-    seen_from, cluster_state, listed = view
+    listing, info, _ = answers[seen_from]  # type: ignore[misc]
+    cluster_state = next((ln.split(":", 1)[1].strip() for ln in str(info).splitlines()
+                          if ln.startswith("cluster_state:")), "?")
+    listed = _parse_cluster_nodes(listing, url.at(seen_from).host)
     by_id = {n["id"]: n["address"] for n in listed}
     entries = {n["address"]: n for n in listed}
     for address in known:
         entries.setdefault(address, {"address": address, "flags": ["?"], "master": "-",
                                      "slots": ()})
     addresses = sorted(entries, key=_node_key)
-    with ThreadPoolExecutor(max_workers=min(16, len(addresses))) as pool:
-        infos = list(pool.map(lambda a: _node_info(url.at(a), timeout), addresses))
+    answers.update(_ask_each(url, [a for a in addresses if a not in answers],
+                             (("INFO", "all"),), timeout))
     nodes = []
-    for address, info in zip(addresses, infos, strict=True):
-        entry = entries[address]
+    for address in addresses:
+        entry, answer = entries[address], answers[address]
         flags = entry["flags"]
         role = "master" if "master" in flags else "replica" if "slave" in flags else "?"
-        trouble = (["unreachable"] if info is None else []) + \
-            [f for f in flags if f in FAILURE_FLAGS]
+        info = parse_info(answer[-1]) if isinstance(answer, list) else None
+        trouble = [] if info is not None else ["unreachable"] if isinstance(
+            answer, NodeUnreachable) else ["loading"] if isinstance(answer, NodeLoading) \
+            else ["error"]
+        trouble += [f for f in flags if f in FAILURE_FLAGS]
         if "?" in flags and info is not None:
             trouble.append("not in the cluster")  # answers, but no node lists it
         load: dict[str, Any] = {}
@@ -815,4 +822,4 @@ def status(url: str | RedisURL, *, known: tuple[str, ...] = (), timeout: float =
                                     if k.startswith("cmdstat_") and isinstance(v, dict))}
         nodes.append(NodeStatus(address, role, " ".join(trouble) or "ok", entry["slots"],
                                 by_id.get(entry["master"]), **load))
-    return ClusterStatus(str(url), cluster_state, tuple(nodes), seen_from)
+    return ClusterStatus(url.given(), cluster_state, tuple(nodes), seen_from)

@@ -11,7 +11,11 @@ key from its slot map: that is the per-node breakdown. A failure is never a stat
 is a ``TransportError`` named after Redis's own error code (``redis CLUSTERDOWN``) or the
 missing answer (``connection refused``, ``timeout``), counted in the row of the node the
 command was sent to. The URL may carry the cluster's password
-(``redis-cluster://:PASSWORD@HOST:PORT``, as ``hotshard cluster up`` prints it).
+(``redis-cluster://:PASSWORD@HOST:PORT``, as ``hotshard cluster up`` prints it); when it
+gives none, the password is taken from the environment variable ``REDISCLI_AUTH``, which
+keeps it off the command line. Loading the slot map (connecting, CLUSTER INFO, CLUSTER
+SLOTS) is bounded by ``timeout`` in all, on the event loop: no thread is left to hang the
+interpreter's exit.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ class RedisClusterTarget:
 
     def __init__(self, url: str, *, read: str | None = None, write: str | None = None,
                  timeout: float = 30.0) -> None:
-        from hotshard.cluster.local import parse_url
+        from hotshard.cluster.resp import parse_url
 
-        self.address = parse_url(url)
+        self.address = parse_url(url)  # the password from the URL, or from REDISCLI_AUTH
         self.url = self.address.redacted()  # what messages and results show: no password
         self.host, self.port = self.address.host, self.address.port
         self.read = _command(read or DEFAULT_READ, "read")
@@ -51,21 +55,17 @@ class RedisClusterTarget:
 
     async def _connect(self) -> Any:
         if self._client is None:
-            import asyncio
-
             from hotshard.cluster.resp import RespCluster
 
-            client = RespCluster(self.host, self.port, timeout=self.timeout,
-                                 username=self.address.username,
-                                 password=self.address.password)
-            await asyncio.to_thread(client.refresh)  # blocking redis-py, bounded by timeout
+            client = RespCluster.of(self.address, timeout=self.timeout)
+            await client.load()  # on the loop, bounded by timeout in all
             self._client = client
         return self._client
 
     async def check(self) -> None:
         """Load the slot map, or InputError saying why the cluster is unusable: unreachable,
-        silent or not a Redis server within ``timeout``, a missing or wrong password, not a
-        cluster, not cluster_state:ok."""
+        silent, too slow or not a Redis server within ``timeout`` (in all), a missing or
+        wrong password, not a cluster, not cluster_state:ok."""
         await self._connect()
 
     def warm(self, keys: list[str]) -> None:

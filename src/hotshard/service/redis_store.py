@@ -12,7 +12,9 @@ is acknowledged once the node applied it; with ``appendfsync everysec`` a crash 
 (not of the process) can lose up to about a second of acknowledged writes. Read replicas are
 the cluster's own replica nodes (``cluster up --replicas R``), read with READONLY: Redis
 replicates asynchronously, so a replica read can miss the last writes (typically under a
-millisecond on loopback).
+millisecond on loopback). The password is the URL's or, when it gives none, the environment
+variable ``REDISCLI_AUTH``. Loading the slot map and the nodes' pids at start is bounded by
+``hotshard.cluster.resp.DEFAULT_TIMEOUT`` (5 s) in all, whatever the nodes do.
 """
 
 from __future__ import annotations
@@ -123,9 +125,9 @@ class RedisBackend:
     """The Supervisor's interface over a Redis Cluster's masters."""
 
     def __init__(self, url: str) -> None:
-        from hotshard.cluster.local import parse_url
+        from hotshard.cluster.resp import parse_url
 
-        self.address = parse_url(url)  # with the cluster's password, if the URL gives one
+        self.address = parse_url(url)  # with the password of the URL or of REDISCLI_AUTH
         self.url = self.address.redacted()
         self.host, self.port = self.address.host, self.address.port
         self.client: Any = None
@@ -134,30 +136,29 @@ class RedisBackend:
         self._clients: list[_NodeClient] = []
         self.replicas = 0
 
-    def slot_map(self):
-        """(slot -> node index, node addresses): the Router's layout."""
-        from hotshard.cluster.local import live_slot_map
-
-        slot_node, nodes = live_slot_map(self.address)
-        self.nodes = nodes
-        return slot_node, nodes
-
     async def start(self) -> None:
-        from hotshard.cluster.local import _ask
-        from hotshard.cluster.resp import RespCluster
+        from hotshard.cluster.resp import (
+            DEFAULT_TIMEOUT,
+            RespCluster,
+            aask_all,
+            node_key,
+            parse_info,
+        )
 
-        self.client = RespCluster(self.host, self.port, username=self.address.username,
-                                  password=self.address.password)
-        self.client.refresh()
+        self.client = RespCluster.of(self.address)
+        await self.client.load(timeout=DEFAULT_TIMEOUT)
         if not self.nodes:
-            self.slot_map()
-        self.pids = []
-        for address in self.nodes:
+            self.nodes = sorted(set(self.client.slot_node), key=node_key)
+
+        async def pid(address: str) -> int | None:
             try:
-                info = _ask(self.address.at(address), "INFO", "server")
-                self.pids.append(int(info["process_id"]))
-            except Exception:
-                self.pids.append(None)
+                [info] = await aask_all(self.address.at(address), [("INFO", "server")],
+                                        timeout=DEFAULT_TIMEOUT)
+                return int(parse_info(info)["process_id"])
+            except (InputError, KeyError, ValueError):
+                return None
+
+        self.pids = list(await asyncio.gather(*(pid(a) for a in self.nodes)))
         self._clients = [_NodeClient(self, i) for i in range(len(self.nodes))]
         self._readers = [_NodeClient(self, i, replica_reads=True)
                          for i in range(len(self.nodes))]
