@@ -12,7 +12,8 @@ from hotshard.profile import KEY_SCALINGS
 from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS, FORMATS, TAIL_MODES
 
 # the options --verify uses (or that change nothing); any other one given with it is refused
-_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "order"}
+_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "order",
+                   "arrival_process"}
 
 
 @click.command()
@@ -55,6 +56,12 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "or
               help="Key order: locality follows the profile's measured reuse per popularity "
                    "class (production's cache hit rates); irm draws every key independently; "
                    "auto: locality when the profile has it.")
+@click.option("--arrivals", "arrival_process", type=click.Choice(["auto", "profile", "poisson"]),
+              default="auto", show_default=True,
+              help="Timestamps: profile follows the profile's measured rate per minute and "
+                   "its burstiness below it (its arrivals section, from profile --time); "
+                   "poisson is a constant (or --diurnal) rate; auto: profile when it has "
+                   "them and no --diurnal is given.")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
               help="A big event: SHARE of all traffic goes to KEY between START and END "
                    "(e.g. 4711:0.4:10m:40m), times from the start of the run, which must "
@@ -78,8 +85,8 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "or
                    "windows).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
-             tail, order, hot_events, diurnal, start, users, follow_name, follow_shards, verify,
-             quiet):
+             tail, order, arrival_process, hot_events, diurnal, start, users, follow_name,
+             follow_shards, verify, quiet):
     """Generate synthetic chat messages from a profile (or a classic distribution).
 
     Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
@@ -175,7 +182,8 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         tail=tail or "power_law",
         hot_events=tuple(hot_events), diurnal=diurnal,
         start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow,
-        order=order if prof is not None or order != "auto" else "auto")
+        order=order if prof is not None or order != "auto" else "auto",
+        arrival_process=arrival_process)
     for message in plan.notes:
         warn(message)
     if output != "-":

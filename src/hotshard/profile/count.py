@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from hotshard.errors import FitError, InputError
+from hotshard.profile.arrivals import ArrivalModel
 from hotshard.profile.locality import Locality
 from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
@@ -57,6 +58,7 @@ class RawCounts:
     window: tuple[float, float] | None = None  # first and last second (epoch)
     placement: dict[str, PlacementRecord] = field(default_factory=dict)
     locality: Locality | None = None
+    arrivals: ArrivalModel | None = None
 
 
 def starts_with(path: str, first: bytes) -> bool:
@@ -185,7 +187,7 @@ def build_profile(raw: RawCounts, *, source: dict, min_count: int) -> Profile:
     profile = Profile(source=src, dist=overall,
                       privacy={"min_count": int(min_count), "pseudonymized": False},
                       placement=dict(raw.placement), operations=ops, sizes=sizes, rate=rate,
-                      locality=raw.locality)
+                      locality=raw.locality, arrivals=raw.arrivals)
     return Profile.from_dict(profile.to_dict())  # the same validation a loaded file gets
 
 

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 from hotshard.profile import KEY_SCALINGS, MAX_KEYS
+from hotshard.profile.arrivals import ArrivalModel
 from hotshard.profile.locality import Locality
 from hotshard.profile.placement import PlacementRecord, parse_placement
 
@@ -142,6 +143,7 @@ class Profile:
     sizes: dict[str, Any] | None = None
     rate: dict[str, Any] | None = None
     locality: Locality | None = None
+    arrivals: ArrivalModel | None = None
 
     # -- convenience views ------------------------------------------------------------------
     @property
@@ -190,6 +192,8 @@ class Profile:
             out["rate"] = self.rate
         if self.locality is not None:
             out["locality"] = self.locality.to_dict()
+        if self.arrivals is not None:
+            out["arrivals"] = self.arrivals.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -277,9 +281,17 @@ class Profile:
                 raise ProfileError(f"locality.events ({locality.events}) disagrees with the "
                                    f"profile's events ({_num(dist.events)}): the sections "
                                    "describe different streams; re-run hotshard profile")
+        arrivals = None
+        if doc.get("arrivals") is not None:
+            arrivals = ArrivalModel.from_dict(doc["arrivals"])
+            if not source.get("scaled") and arrivals.events > dist.events + 0.5:
+                raise ProfileError(f"arrivals.counts hold {arrivals.events} requests but the "
+                                   f"profile {_num(dist.events)}: the sections describe "
+                                   "different streams; re-run hotshard profile")
         return cls(source=source, dist=dist, privacy=privacy,
                    placement=placement, operations=operations,
-                   sizes=doc.get("sizes"), rate=doc.get("rate"), locality=locality)
+                   sizes=doc.get("sizes"), rate=doc.get("rate"), locality=locality,
+                   arrivals=arrivals)
 
     # -- scaling ----------------------------------------------------------------------------
     def scaled(self, *, events: float | None = None, keys: float | None = None,

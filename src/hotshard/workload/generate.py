@@ -20,11 +20,16 @@ from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, o
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
 from hotshard.workload.scenario import Arrivals, HotEvent, check_overlaps, format_duration
 
-__all__ = ["ORDERS", "VerifyReport", "parse_dist", "plan_workload", "verify_file"]
+__all__ = ["ARRIVAL_PROCESSES", "ORDERS", "VerifyReport", "parse_dist", "plan_workload",
+           "verify_file"]
 
 # The order of a profile's keys: production's locality (the profile's locality section), or
 # independent draws; "auto": locality when the profile has it.
 ORDERS = ("auto", "locality", "irm")
+# When requests come: the profile's measured rate shape and burstiness (its arrivals
+# section), or a Poisson process at a constant (or --diurnal) rate; "auto": the profile's when
+# it has them and no --diurnal is asked for.
+ARRIVAL_PROCESSES = ("auto", "profile", "poisson")
 
 
 # message_id = milliseconds << 22 | row bits: milliseconds must stay below 2^41 (2039-09-07)
@@ -88,6 +93,7 @@ def plan_workload(
     n_users: int = DEFAULT_USERS,
     follow=None,
     order: str = "auto",
+    arrival_process: str = "auto",
 ) -> GenerationPlan:
     """Turn the user's choices into a ``GenerationPlan`` (validated, nothing generated yet).
 
@@ -106,6 +112,18 @@ def plan_workload(
         raise InputError("give either a profile or a distribution spec (not both)")
     if order not in ORDERS:
         raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if arrival_process not in ARRIVAL_PROCESSES:
+        raise InputError(f"arrivals must be one of {', '.join(ARRIVAL_PROCESSES)}, got "
+                         f"{arrival_process!r}")
+    shaped = profile is not None and profile.arrivals is not None and (
+        arrival_process == "profile" or (arrival_process == "auto" and not diurnal))
+    if arrival_process == "profile" and (profile is None or profile.arrivals is None):
+        raise InputError("--arrivals profile needs a profile with an arrivals section "
+                         "(hotshard profile ... --time COL writes one)")
+    if shaped and diurnal:
+        raise InputError("--diurnal draws a daily curve; the profile's arrivals already hold "
+                         "production's rate shape: give one or the other (--arrivals poisson "
+                         "for the curve)")
     if events is not None and events <= 0:
         raise InputError(f"events must be > 0, got {events}")
     if rate is not None and rate <= 0:
@@ -123,6 +141,8 @@ def plan_workload(
     if rate is None:
         if events is not None and duration is not None:
             rate = events / duration
+        elif shaped:
+            rate = profile.arrivals.events / profile.arrivals.seconds
         elif profile is not None and profile.rate:
             rate = float(profile.rate["mean_rps"])
         else:
@@ -133,7 +153,12 @@ def plan_workload(
             raise InputError(f"{format_duration(duration)} at {rate:,g}/s is less than one "
                              "event")
     start = start or datetime(2026, 1, 1, tzinfo=UTC)
-    arrivals = Arrivals(float(rate), diurnal)
+    if shaped:
+        from hotshard.workload.profile_arrivals import CascadeArrivals
+
+        arrivals = CascadeArrivals(profile.arrivals, int(events), float(rate), int(seed))
+    else:
+        arrivals = Arrivals(float(rate), diurnal)
     if profile is not None:
         if keys is not None:
             profile = profile.scaled(keys=keys, key_scaling=key_scaling)
@@ -198,6 +223,7 @@ def plan_workload(
                                        profile.locality, float(profile.locality.events),
                                        int(seed), corrections=0 if rescaled else 1)
     if profile is not None:
+        made["arrivals"] = "profile" if shaped else "poisson"
         made["order"] = "irm" if order == "auto" else order
         made["tail"] = tail
         if keys is not None:

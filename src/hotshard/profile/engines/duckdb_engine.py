@@ -254,7 +254,9 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         if spec.time:
             second_counts, window = _per_second(s, types[spec.time])
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
-        locality = _locality(s, key, types) if spec.locality and not spec.counts else None
+        locality = arrivals = None
+        if (spec.locality or spec.time) and not spec.counts:
+            locality, arrivals = _ordered_stream(s, key, types)
         placement = {}
         if spec.placements:
             placement = accumulate_placement(_key_batches(s), overall.head_keys,
@@ -262,15 +264,17 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         return RawCounts(rows=int(rows), null_keys=int(null_keys), key_type=key_type,
                          overall=overall, operations=operations, size_quantiles=sizes,
                          second_counts=second_counts, window=window, placement=placement,
-                         locality=locality)
+                         locality=locality, arrivals=arrivals)
     finally:
         s.close()
 
 
-def _locality(s: _Session, key: str, types: dict[str, str]):
-    """The stream's locality section: every event's key hash in input order (the --time
-    column's, stably: events at one instant keep their file order), through the stack pass.
-    Only 64-bit hashes leave the engine, and only the aggregate histograms are kept."""
+def _ordered_stream(s: _Session, key: str, types: dict[str, str]):
+    """(locality section, arrivals section) of the stream: every event's key hash in input
+    order (the --time column's, stably: events at one instant keep their file order) through
+    the stack pass, and the sorted times through the arrival summary. Only 64-bit hashes and
+    times leave the engine, and only aggregates are kept."""
+    from hotshard.profile.arrivals import measure_arrivals
     from hotshard.profile.locality import measure_locality
 
     s.sql("SET preserve_insertion_order = true")  # file order is the stream's order
@@ -298,15 +302,18 @@ def _locality(s: _Session, key: str, types: dict[str, str]):
         if spec.time:
             times.append(batch.column(1).to_numpy(zero_copy_only=False))
     if not hashes:
-        return None
+        return None, None
     stream = np.concatenate(hashes).astype(np.uint64, copy=False)
-    order = "file"
+    order, arrivals = "file", None
     if spec.time:
         t = np.concatenate(times).astype(np.float64)
         t = np.where(np.isnan(t), np.inf, t)  # events without a time go last, in file order
-        stream = stream[np.argsort(t, kind="stable")]
+        by_time = np.argsort(t, kind="stable")
+        stream = stream[by_time]
         order = f"time:{spec.time}"
-    return measure_locality(stream, order=order)
+        arrivals = measure_arrivals(t[by_time])
+    locality = measure_locality(stream, order=order) if spec.locality else None
+    return locality, arrivals
 
 
 def _per_second(s: _Session, col_type: str):

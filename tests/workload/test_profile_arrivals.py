@@ -1,0 +1,98 @@
+"""The arrivals section and the timestamps generated from it: production's per-minute rate
+and its burstiness (index of dispersion of counts) below the minute."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from hotshard.errors import ProfileError
+from hotshard.profile.arrivals import ArrivalModel, dirichlet_alpha, idc, measure_arrivals
+from hotshard.profile.count import count_profile
+from hotshard.workload.generate import plan_workload
+from hotshard.workload.messages import make_chunk
+from tests.conftest import run_cli, shared
+
+
+def test_idc_is_var_over_mean_of_window_counts():
+    times = np.array([0.1, 0.2, 0.3, 1.5, 2.5, 2.6, 3.1, 5.0, 6.0, 7.0, 8.0, 9.9])
+    counts = np.array([3, 1, 2, 1, 0, 1, 1, 1, 1, 1])
+    assert idc(times, 1.0, 0.0, 10.0) == pytest.approx(counts.var() / counts.mean())
+    assert idc(times, 2.0, 0.0, 10.0) is None  # fewer than ten windows
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 5.0])
+def test_the_concentration_is_recovered_from_its_own_draws(alpha):
+    """Method of moments on 20,000 parents of 200 requests split over 10 children: the
+    estimate's relative error is a few percent (the spread's standard error over that many
+    parents), so 15% is a wide, fixed bound."""
+    rng = np.random.default_rng(3)
+    parents = np.full(20_000, 200)
+    children = np.vstack([rng.multinomial(200, w) for w in
+                          rng.dirichlet(np.full(10, alpha), size=parents.size)])
+    spread = ((children - 20.0) ** 2).sum(axis=1)
+    assert dirichlet_alpha(parents, spread, 10) == pytest.approx(alpha, rel=0.15)
+
+
+def test_poisson_times_fit_a_spread_cascade():
+    times = np.sort(np.random.default_rng(1).uniform(0, 3600, 200_000))
+    model = measure_arrivals(times)
+    assert model.resolution_s == 60 and model.counts.size == 60
+    # scales with at least 360 windows: the variance's standard error is below 0.08
+    assert all(abs(v - 1) < 0.3 for w, v in model.idc.items() if float(w) <= 10)
+    assert all(alpha > 20 for _, _, alpha in model.cascade)  # as good as Poisson
+    again = ArrivalModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    assert again.to_dict() == model.to_dict()
+    with pytest.raises(ProfileError, match="cascade must start at resolution_s"):
+        ArrivalModel.from_dict({**model.to_dict(), "resolution_s": 30})
+
+
+@pytest.mark.slow
+def test_cloudphysics_timestamps_keep_its_rate_and_burstiness():
+    path = str(shared("traces", "cloudphysics.parquet"))
+    profile = count_profile([path], key="lbn", time_col="time")
+    real = np.sort(pq.read_table(path, columns=["time"]).column("time").to_numpy()
+                   .astype(np.float64))
+    real -= real[0]
+    plan = plan_workload(profile=profile, dist=None, events=real.size, seed=1)
+    made = np.concatenate([make_chunk(plan, c).column("timestamp").to_numpy().astype(np.int64)
+                           for c in range(plan.n_chunks)]) / 1000.0 - plan.start_ms / 1000.0
+    assert np.all(np.diff(made) >= 0)
+    for width in (1.0, 10.0, 60.0):
+        assert idc(made, width, 0, real[-1]) == pytest.approx(idc(real, width, 0, real[-1]),
+                                                               rel=0.2), width
+    per_minute = np.bincount((real // 60).astype(int))
+    made_minute = np.bincount((made // 60).astype(int), minlength=per_minute.size)
+    assert np.all(np.abs(made_minute - per_minute) <= 0.05 * per_minute)
+    # poisson on request: as smooth as a load test has always been
+    smooth = plan_workload(profile=profile, dist=None, events=real.size, seed=1,
+                           arrival_process="poisson")
+    times = np.concatenate([make_chunk(smooth, c).column("timestamp").to_numpy()
+                            .astype(np.int64) for c in range(smooth.n_chunks)]) / 1000.0
+    assert idc(times - times[0], 10.0, 0, real[-1]) < 2
+
+
+def test_the_same_rows_get_the_same_instants_whatever_the_chunks():
+    times = np.sort(np.random.default_rng(2).gamma(0.3, 1.0, 50_000).cumsum())
+    model = measure_arrivals(times)
+    from hotshard.workload.profile_arrivals import CascadeArrivals
+
+    a = CascadeArrivals(model, 50_000, 10.0, seed=4)
+    rows = np.arange(50_000)
+    whole = a.times(rows)
+    parts = np.concatenate([a.times(rows[i:i + 7_000]) for i in range(0, 50_000, 7_000)])
+    assert np.array_equal(whole, parts) and np.all(np.diff(whole) >= 0)
+
+
+def test_generate_refuses_arrivals_a_profile_does_not_have(tmp_path):
+    res = run_cli("generate", str(shared("traces", "web07.parquet")).replace(
+        "web07.parquet", "web07.parquet"), "--events", "10", "-o", str(tmp_path / "x.parquet"))
+    assert res.returncode == 2  # a trace is not a profile: one line
+    from tests.conftest import ROOT
+
+    res = run_cli("generate", str(ROOT / "examples" / "incident.profile.json"), "--events",
+                  "100", "--arrivals", "profile", "-o", str(tmp_path / "x.parquet"))
+    assert res.returncode == 2 and "needs a profile with an arrivals section" in res.stderr
