@@ -13,6 +13,7 @@ import os
 import secrets
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +104,37 @@ def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
                 proc.wait()
         for stream in (proc.stdout, proc.stderr):
             stream.close()
+
+
+@contextlib.contextmanager
+def asgi_server(app, sock: socket.socket | None = None) -> Iterator[int]:
+    """uvicorn with the gateway's own HTTP protocol (``GuardedH11Protocol``) serving ``app``
+    in a thread, on ``sock`` (default: a free 127.0.0.1 port); yields the port, stops the
+    server on exit. For tests of the HTTP layer that need a module constant set small."""
+    import threading
+
+    import uvicorn
+
+    from hotshard.service.httpguard import GuardedH11Protocol
+
+    if sock is None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app, http=GuardedH11Protocol, lifespan="off",
+                                           log_level="critical", timeout_keep_alive=30))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.01)
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
 
 
 def all_pages(svc: Service, channel: str, limit: int) -> list[int]:

@@ -4,6 +4,7 @@ a refused start leaves nothing behind, and what it creates is its owner's alone.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -155,6 +156,48 @@ def test_a_worker_killed_mid_load_keeps_none_of_the_load(tmp_path):
     assert "nothing of it was kept" in err
     assert out == ""  # never listened
     assert snapshot(data) == before
+
+
+def test_ctrl_c_during_a_load_says_nothing_was_kept_and_exits_130(tmp_path):
+    """Ctrl-C part-way through `--load --append`: the load is rolled back (as any failed
+    load), and the command says so, with what the directory holds, and exits 130."""
+    data, before = loaded_dir(tmp_path, rows=5_000)
+    big = write_messages(tmp_path / "big.parquet", 600_000, row_group_size=100_000, seed=4)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotshard", "serve", "--shards", "2", "--port", "0", "--data",
+         str(data), "--load", str(big), "--append"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        wal = data / "shard-000.sqlite3-wal"
+        deadline = time.monotonic() + 60
+        while not (wal.exists() and wal.stat().st_size > 8_000_000):  # rows are going in
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the load never started writing"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and out == ""  # never listened
+    warning = next(line for line in err.splitlines() if "was interrupted" in line)
+    assert warning.startswith("hotshard: warning: loading ") and "big.parquet" in warning
+    assert re.search(r"interrupted after [1-9][\d,]* of 600,000 rows: ", warning), warning
+    assert f"nothing of it was kept; {data} holds 5,000 messages, as before" in warning
+    assert "data kept" not in err  # not the message of a service that was stopped
+    assert snapshot(data) == before
+
+
+def test_a_data_directory_under_a_file_names_the_file(tmp_path):
+    (tmp_path / "afile").write_text("in the way")
+    r = run_cli("serve", "--port", "0", "--data", str(tmp_path / "afile" / "sub"))
+    assert_one_line_error(r, f"{tmp_path / 'afile'} is a file, not a directory")
+    assert "does not exist" not in r.stderr
+    r = run_cli("serve", "--port", "0", "--data", str(tmp_path / "afile" / "sub" / "deeper"))
+    assert_one_line_error(r, f"{tmp_path / 'afile'} is a file, not a directory")
+    assert (tmp_path / "afile").read_text() == "in the way"
 
 
 def _worker_of(database: Path) -> int:

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
-import uvicorn
 
 from hotshard.service import httpguard
-from hotshard.service.httpguard import GuardedH11Protocol
-from tests.service._traffic import serve
+from tests.service._traffic import asgi_server, serve
 
 
 @pytest.fixture(scope="module")
@@ -71,27 +67,9 @@ async def _hello(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": b"hello"})
 
 
-@contextlib.contextmanager
-def _guarded_server() -> Iterator[int]:
-    """uvicorn with the gateway's protocol on a free loopback port, in a thread; stopped on
-    exit."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(_hello, http=GuardedH11Protocol, lifespan="off",
-                                           log_level="warning", timeout_keep_alive=30))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive()
-            time.sleep(0.01)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+def _guarded_server():
+    """The guarded protocol serving a tiny app on a free loopback port."""
+    return asgi_server(_hello)
 
 
 def _closed_within(conn: socket.socket, seconds: float) -> bool:

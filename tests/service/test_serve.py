@@ -103,6 +103,10 @@ def test_stats_hotkeys_metrics_health(svc):
     stats = svc.stats()
     assert stats["service"]["partitioner"] == "kafka"
     assert len(stats["shards"]) == 4
+    # how channels are placed, at the top level, for a driver that attributes failures itself
+    assert {k: stats[k] for k in ("partitioner", "shard_count", "key_type", "layout")} == {
+        "partitioner": "kafka", "shard_count": 4, "key_type": "auto", "layout": {}}
+    assert stats["service"]["shard_timeout_s"] == 10.0
     for shard in stats["shards"]:
         assert shard["pid"] > 0 and shard["up"] and shard["restarts"] == 0
         assert {"requests", "cpu_percent", "queue_depth", "p50_ms", "p99_ms", "cache_hits",
@@ -257,6 +261,8 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
                             refused.setdefault(shard_of[channel], []).append(r.status_code)
                             if r.status_code == 503:
                                 assert int(r.headers["retry-after"]) >= 1
+                            # every failure names its shard, so a driver can attribute it
+                            assert r.headers["x-shard"] == str(shard_of[channel])
                     i += 4
 
         threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
@@ -281,6 +287,40 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
             stored = {m["id"] for m in page["messages"]}
             assert ids <= stored, f"{channel}: lost {sorted(ids - stored)[:5]}"
         assert len(acked) > 100
+
+
+def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path):
+    """SIGSTOP one shard's worker: its channels' requests are answered 504, naming the shard,
+    after --shard-timeout (not held for ever); the other shard keeps serving; SIGCONT and it
+    serves again."""
+    with serve(tmp_path / "data", "--shards", "2", "--shard-timeout", "1s") as svc:
+        channels = [f"f{i}" for i in range(12)]
+        shard_of = {c: int(post(svc, c).headers["x-shard"]) for c in channels}
+        assert set(shard_of.values()) == {0, 1}
+        frozen = shard_of[channels[0]]
+        pid = svc.stats()["shards"][frozen]["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            answers = []
+            for channel in channels:
+                started = time.monotonic()
+                r = post(svc, channel) if len(answers) % 2 else \
+                    svc.get(f"/channels/{channel}/messages")
+                answers.append((channel, r, time.monotonic() - started))
+            for channel, r, took in answers:
+                assert r.headers["x-shard"] == str(shard_of[channel])
+                if shard_of[channel] == frozen:
+                    assert r.status_code == 504 and "within 1 s" in r.json()["error"]
+                    assert 0.9 < took < 5, took
+                else:
+                    assert r.status_code in (200, 201) and took < 1
+            stats = svc.stats()["shards"]
+            timed_out = sum(1 for c, _, _ in answers if shard_of[c] == frozen)
+            assert stats[frozen]["timeouts"] == timed_out
+            assert stats[1 - frozen]["timeouts"] == 0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert post(svc, channels[0]).status_code == 201
 
 
 def test_mitigations_follow_the_sketch_to_the_hot_channel(tmp_path):

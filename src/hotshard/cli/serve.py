@@ -36,7 +36,9 @@ page the operator visits cannot switch mitigations.
 
 \b
 API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /metrics,
-/hotkeys, /health, GET/POST /admin/mitigations. Every message response has X-Shard.
+/hotkeys, /health, GET/POST /admin/mitigations. Every answer to a channel request, a
+failure too (503 shard down, 504 past --shard-timeout), has X-Shard; /stats also gives the
+placement (partitioner, shard_count, key_type, layout).
 
 {KEY_TYPE_RULE}"""
 
@@ -73,6 +75,10 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
 @click.option("--cost-ms", type=click.FloatRange(0, 1000), default=0.0, show_default=True,
               help="CPU ms each read burns in its shard (a heavier production query), so a "
               "hot shard saturates at laptop rates.")
+@click.option("--shard-timeout", type=Seconds(), default=10.0, show_default=True,
+              help="Longest wait for a shard's answer: past it the request gets 504 (with "
+              "X-Shard), so a frozen or hopelessly backed-up shard fails visibly and "
+              "attributably instead of holding its requests.")
 @click.option("--max-body", "max_body_bytes", type=click.IntRange(1, 1 << 20), default=4096,
               show_default=True, help="Largest message body in bytes (413 above).")
 @click.option("--split", type=click.IntRange(0, 64), default=0, show_default=True,
@@ -93,8 +99,8 @@ API (OpenAPI at /docs): POST/GET /channels/{{channel}}/messages, GET /stats, /me
               "requests that makes a channel hot.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
           ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, append,
-          admin_token, cost_ms, max_body_bytes, split, split_bucket, replicas, cache_ttl,
-          coalesce, hot_channels, hot_share):
+          admin_token, cost_ms, shard_timeout, max_body_bytes, split, split_bucket, replicas,
+          cache_ttl, coalesce, hot_channels, hot_share):
     """Run the reference chat-history service: an HTTP gateway over N shard processes.
 
     Channels are placed on shards by a real store's partitioner; each shard is its own
@@ -161,7 +167,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
                          layout={**layout, **({"key_type": key_type} if key_type else {})},
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
                          mitigations=mitigations, load=load_file, store=store, append=append,
-                         admin_token=admin_token)
+                         admin_token=admin_token, shard_timeout_s=shard_timeout)
 
     bar = ProgressBar(enabled=True)
 
@@ -176,7 +182,10 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
 
     from hotshard.cluster.local import redact_url
 
+    served = []
+
     def listening(up) -> None:  # a hotshard.service.server.Listening
+        served.append(up)
         url = up.url
         on = [name for name, value in (("split", split), ("replicas", replicas),
                                        ("cache", cache_ttl), ("coalesce", coalesce)) if value]
@@ -201,11 +210,19 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         click.echo(url, err=False)
 
     from hotshard.cli import Terminated
+    from hotshard.service.server import LoadInterrupted
 
     try:
         with bar:
             run(config, on_listening=listening, on_progress=progress if load_file else None,
                 on_loaded=loaded)
+    except LoadInterrupted as e:
+        # the load did not happen: an interrupted command, exit 130 (143 for SIGTERM)
+        warn(str(e))
+        raise e.interruption from None
     except (KeyboardInterrupt, Terminated):
-        pass  # Ctrl-C / SIGTERM is how a service is stopped: a clean exit, not an error
+        if not served:  # stopped while starting: nothing was served, the start was undone
+            warn("stopped before the service started: nothing was served")
+            raise
+        # once serving, Ctrl-C / SIGTERM is how a service is stopped: a clean exit
     note(f"stopped; every shard shut down, data kept in {data_dir}")

@@ -28,11 +28,22 @@ from hotshard.service.store import (
     check_message,
     system_clock_ms,
 )
-from hotshard.service.supervisor import ShardClient, Supervisor
+from hotshard.service.supervisor import (
+    ShardError,
+    ShardTimeout,
+    ShardUnavailable,
+    Supervisor,
+)
 
-__all__ = ["ChatService", "PostResult", "ReadResult", "ShardCounters"]
+__all__ = ["DEFAULT_SHARD_TIMEOUT_S", "ChatService", "PostResult", "ReadResult",
+           "ShardCounters"]
 
 HOT_REFRESH_S = 0.5
+# How long the gateway waits for a shard's answer before it answers 504 itself: well above any
+# healthy call (milliseconds, or a few seconds of queue on a saturated shard), below the 30 s a
+# load driver waits by default, so a frozen or hopelessly backed-up shard shows as its own
+# failures instead of client timeouts nobody can attribute.
+DEFAULT_SHARD_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class ShardCounters:
     writes: int = 0
     errors: int = 0
     unavailable: int = 0
+    timeouts: int = 0
     cache_hits: int = 0
     coalesced: int = 0
     latency: WindowedLatency = field(default_factory=WindowedLatency)
@@ -74,13 +86,21 @@ class ChatService:
     mitigations : what is on at start.
     clock_ms : wall clock in Unix ms (message times, time buckets); injected for tests.
     hotkeys : the sketch behind ``/hotkeys`` and ``channels: "hot"``.
+    shard_timeout_s : the longest wait for a shard's answer; past it the call raises
+        ``ShardTimeout`` (the gateway's 504).
+
+    Every failure of a shard call raises with the shard it concerned (``exc.shard``).
     """
 
     def __init__(self, supervisor: Supervisor, router: Router, splits: SplitRegistry, *,
                  mitigations: Mitigations | None = None,
                  clock_ms: Callable[[], int] = system_clock_ms,
                  hotkeys: SlidingHotKeys | None = None,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 shard_timeout_s: float = DEFAULT_SHARD_TIMEOUT_S) -> None:
+        if not (isinstance(shard_timeout_s, int | float) and 0 < shard_timeout_s < 1e6):
+            raise InputError(f"shard_timeout_s must be > 0 seconds, got {shard_timeout_s!r}")
+        self.shard_timeout_s = float(shard_timeout_s)
         self.max_body_bytes = max_body_bytes
         self.supervisor = supervisor
         self.router = router
@@ -128,8 +148,10 @@ class ChatService:
 
     # -- calls -------------------------------------------------------------------------------
 
-    async def _call(self, shard: int, client: ShardClient, op: str,
-                    args: dict[str, Any]) -> Any:
+    async def _call(self, shard: int, op: str, args: dict[str, Any], *,
+                    use_replicas: bool | None = None) -> Any:
+        """``op`` on ``shard``: its primary (``use_replicas`` None, for writes) or its reader.
+        Counted, timed, bounded by ``shard_timeout_s``; a failure names the shard."""
         counters = self.counters[shard]
         counters.requests += 1
         if op == "history":
@@ -138,9 +160,26 @@ class ChatService:
             counters.writes += 1
         started = time.perf_counter()
         try:
-            result, service_s = await client.call(op, args)
+            client = self.supervisor.primary(shard) if use_replicas is None else \
+                self.supervisor.reader(shard, use_replicas=use_replicas)
+            async with asyncio.timeout(self.shard_timeout_s):
+                result, service_s = await client.call(op, args, timeout=self.shard_timeout_s)
+        except TimeoutError:  # ours, or the client's own ShardTimeout
+            counters.timeouts += 1
+            raise ShardTimeout(f"shard {shard} did not answer within "
+                               f"{self.shard_timeout_s:g} s", shard=shard) from None
+        except ShardUnavailable as e:
+            counters.unavailable += 1
+            if e.shard is None:  # a backend that does not know its shard numbers
+                raise ShardUnavailable(str(e), retry_after=e.retry_after, shard=shard) from e
+            raise
         except ConnectionError:
             counters.unavailable += 1
+            raise
+        except ShardError as e:
+            counters.errors += 1
+            if e.shard is None:
+                raise ShardError(str(e), shard=shard) from e
             raise
         except Exception:
             counters.errors += 1
@@ -167,9 +206,8 @@ class ChatService:
             shard, key = plan.shards[bucket], plan.keys[bucket]
         else:
             shard, key = self.router.shard_of(channel), channel
-        message_id = await self._call(shard, self.supervisor.primary(shard), "append",
-                                      {"channel": key, "user": user, "body": body,
-                                       "now_ms": ts})
+        message_id = await self._call(shard, "append", {"channel": key, "user": user,
+                                                        "body": body, "now_ms": ts})
         return PostResult(int(message_id), shard)
 
     # -- reads -------------------------------------------------------------------------------
@@ -210,9 +248,9 @@ class ChatService:
 
     async def _history(self, shard: int, key: str, limit: int, before: int | None,
                        use_replicas: bool) -> list[list[Any]]:
-        client = self.supervisor.reader(shard, use_replicas=use_replicas)
-        return await self._call(shard, client, "history",
-                                {"channel": key, "limit": limit, "before": before})
+        return await self._call(shard, "history",
+                                {"channel": key, "limit": limit, "before": before},
+                                use_replicas=use_replicas)
 
     async def _fetch(self, channel: str, limit: int, before: int | None, *,
                      use_replicas: bool) -> ReadResult:

@@ -3,7 +3,11 @@ client's mistake.
 
 Every message response carries ``X-Shard`` (the shard, or comma-separated shards, the data came
 from) and ``X-Source`` (shard, cache or coalesced), so a load driver can break latency down per
-shard without knowing the partitioner.
+shard without knowing the partitioner. So does every failure of a channel request whose channel
+is valid (503 shard down, 504 shard timed out, 500, 4xx, 408 and 413 too): the shard that failed,
+else the shard the router places the channel on, so a driver can put each failure in its
+shard's row. ``/stats`` also says how channels are placed (``partitioner``, ``shard_count``,
+``key_type``, ``layout`` at its top level) for a driver that attributes failures itself.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,12 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hotshard.errors import InputError
+from hotshard.service import httpguard
 from hotshard.service.admin import ADMIN_TOKEN_ENV, AdminGuard, local_authority
 from hotshard.service.chat import ChatService
-from hotshard.service.router import CHANNEL_PATTERN
+from hotshard.service.router import CHANNEL_PATTERN, check_channel
 from hotshard.service.stats import CpuMeter, LatencyHistogram, process_cpu_seconds
 from hotshard.service.store import MAX_ID, MAX_LIMIT, MAX_USER_CHARS
-from hotshard.service.supervisor import ShardError, ShardUnavailable
+from hotshard.service.supervisor import ShardError, ShardTimeout, ShardUnavailable
 
 __all__ = ["create_app"]
 
@@ -89,8 +95,12 @@ class ErrorOut(BaseModel):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut},
+    500: {"model": ErrorOut, "description": "The channel's shard failed the request."},
     503: {"model": ErrorOut, "description": "The channel's shard is restarting; see "
-                                            "Retry-After."}}
+                                            "Retry-After."},
+    504: {"model": ErrorOut, "description": "The channel's shard did not answer within the "
+                                            "shard timeout (--shard-timeout)."}}
+CHANNEL_PATH = re.compile(r"^/channels/([^/]+)/messages/?$")
 
 
 # Declared for the OpenAPI document (clients see the admin routes need a bearer token); the
@@ -113,15 +123,22 @@ def _shard_header(shards: tuple[int, ...]) -> str:
 
 
 class _BodyLimit:
-    """Refuse a request body over the limit (413) before the app sees it, so a huge upload
-    costs nothing. Pure ASGI: a Content-Length over the limit is refused unread; a body without
-    one (chunked) is read up to the limit, refused as soon as it passes it, else handed on
-    whole. Counting inside the app instead would surface as the app's own error (a 400 "error
-    parsing the body", or a 500 once a response had started)."""
+    """Read a request's body before the app sees it, so a huge upload costs nothing and a slow
+    one holds nothing for long. Pure ASGI: a Content-Length over the limit is refused unread
+    (413); a body is otherwise read whole, refused as soon as it passes the limit (a chunked
+    one), or with 408 when it is not complete within ``httpguard.BODY_TIMEOUT_S`` of the
+    request head (a client that announces 100 bytes and sends 1 would otherwise hold its
+    connection for ever), then handed on whole. Counting inside the app instead would surface
+    as the app's own error (a 400 "error parsing the body", or a 500 once a response had
+    started), and a route that never reads its body would leave the rest of it unbounded.
+    Both refusals close the connection: the rest of the body is never read, so it cannot be
+    reused. ``shard_of_path`` gives the ``X-Shard`` of a refused channel request."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int,
+                 shard_of_path: Callable[[str], str | None] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.shard_of_path = shard_of_path
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -129,29 +146,35 @@ class _BodyLimit:
             return
         headers = dict(scope.get("headers") or [])
         length = headers.get(b"content-length")
-        if length is not None:
-            if not length.isdigit() or int(length) > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            await self.app(scope, receive, send)
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await self._refuse(scope, receive, send, 413,
+                               f"request body exceeds {self.max_bytes} bytes")
             return
-        if scope.get("method") in ("GET", "HEAD") and b"transfer-encoding" not in headers:
+        if (length is None or int(length) == 0) and b"transfer-encoding" not in headers:
             await self.app(scope, receive, send)  # no body
             return
         chunks: list[bytes] = []
         seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            body = message.get("body", b"")
-            seen += len(body)
-            if seen > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
+        timeout = httpguard.BODY_TIMEOUT_S  # read at each request, so a test can set it small
+        try:
+            async with asyncio.timeout(timeout):
+                while seen <= self.max_bytes:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client went away
+                    body = message.get("body", b"")
+                    seen += len(body)
+                    chunks.append(body)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await self._refuse(scope, receive, send, 408,
+                               f"request body not complete within {timeout:g} s")
+            return
+        if seen > self.max_bytes:
+            await self._refuse(scope, receive, send, 413,
+                               f"request body exceeds {self.max_bytes} bytes")
+            return
         replayed = False
 
         async def replay() -> dict:
@@ -163,11 +186,13 @@ class _BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: dict, receive: Callable, send: Callable) -> None:
-        # Connection: close: the rest of the body is never read, so the connection cannot be
-        # reused for another request
-        await _error(413, f"request body exceeds {self.max_bytes} bytes",
-                     {"Connection": "close"})(scope, receive, send)
+    async def _refuse(self, scope: dict, receive: Callable, send: Callable, status: int,
+                      message: str) -> None:
+        headers = {"Connection": "close"}
+        shard = self.shard_of_path(scope.get("path", "")) if self.shard_of_path else None
+        if shard is not None:
+            headers["X-Shard"] = shard
+        await _error(status, message, headers)(scope, receive, send)
 
 
 def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> Any:
@@ -203,17 +228,50 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     def service() -> ChatService:
         return state["service"]
 
+    def home_shard(channel: object) -> str | None:
+        """The shard the router places ``channel`` on (None: not a valid channel)."""
+        try:
+            return str(service().router.shard_of(check_channel(channel)))
+        except InputError:
+            return None
+
+    def shard_of_path(path: str) -> str | None:
+        match = CHANNEL_PATH.match(path)
+        return home_shard(match.group(1)) if match else None
+
+    def failed(request: Request, exc: Exception, status: int, message: str,
+               headers: dict[str, str] | None = None) -> JSONResponse:
+        """An error response; for a channel request, with the X-Shard of the shard that
+        failed (``exc.shard``), else of the channel's shard."""
+        headers = dict(headers or {})
+        shard = getattr(exc, "shard", None)
+        where = str(shard) if shard is not None else \
+            home_shard(request.scope.get("path_params", {}).get("channel"))
+        if where is not None:
+            headers["X-Shard"] = where
+        return _error(status, message, headers)
+
     @app.exception_handler(InputError)
     async def bad_input(request: Request, exc: InputError) -> JSONResponse:
-        return _error(400, str(exc))
+        return failed(request, exc, 400, str(exc))
 
     @app.exception_handler(ShardUnavailable)
     async def unavailable(request: Request, exc: ShardUnavailable) -> JSONResponse:
-        return _error(503, str(exc), {"Retry-After": str(max(1, round(exc.retry_after)))})
+        return failed(request, exc, 503, str(exc),
+                      {"Retry-After": str(max(1, round(exc.retry_after)))})
+
+    @app.exception_handler(ShardTimeout)
+    async def timed_out(request: Request, exc: ShardTimeout) -> JSONResponse:
+        return failed(request, exc, 504, str(exc))
 
     @app.exception_handler(ShardError)
     async def shard_failed(request: Request, exc: ShardError) -> JSONResponse:
-        return _error(500, str(exc))
+        return failed(request, exc, 500, str(exc))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        # a bug (Starlette logs the traceback after this answer): still JSON, still X-Shard
+        return failed(request, exc, 500, f"internal error: {type(exc).__name__}")
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -221,15 +279,17 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
         for err in exc.errors():
             if tuple(err.get("loc", ())) == ("body",) and err.get("type") in (
                     "model_attributes_type", "dict_type", "json_invalid", "missing"):
-                return _error(422, "request body must be a JSON object {\"user\": ..., "
-                                   "\"body\": ...} sent with Content-Type: application/json")
+                return failed(request, exc, 422, "request body must be a JSON object "
+                              "{\"user\": ..., \"body\": ...} sent with Content-Type: "
+                              "application/json")
             where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "request"
             problems.append(f"{where}: {err.get('msg', 'invalid')}")
-        return _error(422, "; ".join(problems) or "invalid request")
+        return failed(request, exc, 422, "; ".join(problems) or "invalid request")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+        return failed(request, exc, exc.status_code, str(exc.detail),
+                      getattr(exc, "headers", None))
 
     @app.post("/channels/{channel}/messages", status_code=201, response_model=Posted,
               responses=ERRORS, summary="Append a message (acknowledged once committed)")
@@ -237,8 +297,10 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
                            response: Response) -> Posted:
         size = len(message.body.encode("utf-8", "surrogatepass"))
         if size > max_body_bytes:
+            where = home_shard(channel)
             return _error(413, f"body must be at most {max_body_bytes} bytes (UTF-8), "
-                               f"got {size}")  # type: ignore[return-value]
+                               f"got {size}", {"X-Shard": where} if where else None
+                          )  # type: ignore[return-value]
         result = await service().post(channel, message.user, message.body)
         response.headers["X-Shard"] = str(result.shard)
         return Posted(id=result.id, channel=channel, shard=result.shard)
@@ -258,7 +320,8 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
         next_before = messages[-1]["id"] if len(messages) == limit else None
         return Page(channel=channel, messages=messages, next_before=next_before)
 
-    @app.get("/stats", summary="Per-shard counters, CPU, queue depth, latency")
+    @app.get("/stats", summary="Placement (partitioner, shard_count, key_type, layout), "
+                               "per-shard counters, CPU, queue depth, latency")
     async def stats() -> dict[str, Any]:
         return _stats(service(), state)
 
@@ -308,7 +371,7 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
         body, content_type = render(service(), state)
         return Response(body, media_type=content_type)
 
-    return _BodyLimit(app, max_bytes=4 * max_body_bytes + 4096)
+    return _BodyLimit(app, max_bytes=4 * max_body_bytes + 4096, shard_of_path=shard_of_path)
 
 
 async def _sample_cpu(service: ChatService, state: dict[str, Any]) -> None:
@@ -325,7 +388,9 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
-    """The /stats document: the service, then one entry per shard with its replicas."""
+    """The /stats document: how channels are placed (``partitioner``, ``shard_count``,
+    ``key_type``, ``layout``, ``live_slot_map``: ``Router.placement``), the service, then one
+    entry per shard with its replicas (``shards``)."""
     cpu: dict[int, float | None] = state.get("cpu", {})
     by_shard: dict[int, list] = {}
     for w in service.supervisor.workers():
@@ -345,7 +410,7 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
         shards.append({
             "id": shard, "pid": primary["pid"], "up": primary["up"],
             "requests": c.requests, "reads": c.reads, "writes": c.writes,
-            "errors": c.errors, "unavailable": c.unavailable,
+            "errors": c.errors, "unavailable": c.unavailable, "timeouts": c.timeouts,
             "cpu_percent": primary["cpu_percent"], "cpu_seconds": primary["cpu_seconds"],
             "queue_depth": sum(p["queue_depth"] for p in processes),
             "p50_ms": _ms(window.percentile(50)), "p99_ms": _ms(window.percentile(99)),
@@ -353,6 +418,7 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             "restarts": primary["restarts"], "replicas": processes[1:]})
     router = service.router
     return {
+        **router.placement(),
         "service": {
             **router.describe(), "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - state.get("started", time.monotonic()), 3),
@@ -362,6 +428,7 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             "hop_p50_ms": _ms(hop.percentile(50)),
             "hop_p99_ms": _ms(hop.percentile(99)),
             "latency_window_s": service.counters[0].latency.window_s if shards else None,
+            "shard_timeout_s": service.shard_timeout_s,
             "cache": {"hits": service.cache.hits, "misses": service.cache.misses,
                       "entries": service.cache.size},
             "coalesced": service.coalescer.coalesced},

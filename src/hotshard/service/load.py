@@ -190,6 +190,13 @@ async def load_messages(service: ChatService, path: str, *,
     per_shard = np.zeros(service.router.shards, dtype=np.int64)
     done = 0
     committed = False
+
+    def sent(rows: int) -> None:  # after each call: progress as fine as the calls
+        nonlocal done
+        done += rows
+        if progress is not None:
+            progress(done, total)
+
     try:
         if staged:
             await asyncio.gather(*(_call(service, s, "load_begin", {}) for s in shards))
@@ -198,10 +205,8 @@ async def load_messages(service: ChatService, path: str, *,
             parts = list(_rows_by_shard(service, batch, bodies))
             for shard, rows in parts:
                 per_shard[shard] += len(rows)
-            await asyncio.gather(*(_send(service, shard, rows, staged) for shard, rows in parts))
-            done += batch.num_rows
-            if progress is not None:
-                progress(done, total)
+            await asyncio.gather(*(_send(service, shard, rows, staged, sent)
+                                   for shard, rows in parts))
         if staged:
             await _commit(service, path)
         committed = True
@@ -296,10 +301,13 @@ async def _call(service: ChatService, shard: int, op: str, args: dict) -> None:
         raise LoadError(f"shard {shard}: {e}") from e
 
 
-async def _send(service: ChatService, shard: int, rows: list[list], staged: bool) -> None:
+async def _send(service: ChatService, shard: int, rows: list[list], staged: bool,
+                sent: Callable[[int], None]) -> None:
     op = "load_rows" if staged else "append_many"
     for start in range(0, len(rows), LOAD_BATCH_ROWS):
-        await _call(service, shard, op, {"rows": rows[start:start + LOAD_BATCH_ROWS]})
+        chunk = rows[start:start + LOAD_BATCH_ROWS]
+        await _call(service, shard, op, {"rows": chunk})
+        sent(len(chunk))
 
 
 async def _commit(service: ChatService, path: str) -> None:

@@ -48,6 +48,7 @@ class _Collector:
             requests.add_metric([s, "write"], c.writes)
             errors.add_metric([s, "error"], c.errors)
             errors.add_metric([s, "unavailable"], c.unavailable)
+            errors.add_metric([s, "timeout"], c.timeouts)
             hits.add_metric([s], c.cache_hits)
             coalesced.add_metric([s], c.coalesced)
             window = c.latency.snapshot()

@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from hotshard.errors import InputError
-from hotshard.shards import LAYOUT_FILE, PARTITIONERS, keys_look_integer, resolve_key_type
+from hotshard.shards import (
+    LAYOUT_FILE,
+    PARTITIONERS,
+    TEXT_KEYED,
+    keys_look_integer,
+    resolve_key_type,
+)
 
 __all__ = ["CHANNEL_PATTERN", "DEFAULT_PARTITIONER", "Router", "check_channel"]
 
@@ -96,6 +102,19 @@ class Router:
                 kind = resolve_key_type(self.name, self.requested_key_type, integer_keys=flag)
                 out[index] = self._by_type[kind].shard_of([keys[i] for i in index])
         return out
+
+    def placement(self) -> dict[str, Any]:
+        """How channels are placed, for a client that places them itself: ``partitioner``,
+        ``shard_count``, ``key_type`` ("text", "bigint", or "auto": the key-type rule, a
+        decimal 64-bit integer channel id typed bigint, anything else text) and ``layout``
+        (the layout options, so ``Router(partitioner, shard_count, key_type=None if auto,
+        **layout)`` places every channel as this one does; ``live_slot_map``: True when the
+        placement is a live Redis Cluster's slot map, which ``layout`` cannot carry)."""
+        key_type = "text" if self.name in TEXT_KEYED else self.requested_key_type or "auto"
+        layout = {k: v if isinstance(v, int | float | bool) else str(v)
+                  for k, v in self.layout.items() if k != "slot_node"}
+        return {"partitioner": self.name, "shard_count": self.shards, "key_type": key_type,
+                "layout": layout, "live_slot_map": "slot_node" in self.layout}
 
     def describe(self) -> dict[str, Any]:
         """The placement, as /stats and the data directory's layout record show it."""

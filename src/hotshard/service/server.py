@@ -9,9 +9,11 @@ caller learns which.
 
 A start that fails before it serves leaves the data directory as it found it: a directory it
 created is removed; in one that existed, the files it added (databases, logs, the layout
-record, the lock) are removed, and a load is all-or-nothing (``hotshard.service.load``). What
-it creates is its owner's alone: the directory 0700, databases and files 0600 (chat history is
-user content).
+record, the lock) are removed, and a load is all-or-nothing (``hotshard.service.load``). A stop
+(Ctrl-C, SIGTERM) during the load is such a failure, told apart: ``serve`` raises
+``LoadInterrupted``, whose message says how far the load got, that nothing of it was kept and
+how many messages the directory holds. What it creates is its owner's alone: the directory
+0700, databases and files 0600 (chat history is user content).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from hotshard._atomic import why_not_a_directory
 from hotshard.errors import HotshardError, InputError
+from hotshard.service.chat import DEFAULT_SHARD_TIMEOUT_S
 from hotshard.service.mitigations import Mitigations
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
-__all__ = ["LAYOUT_RECORD", "Listening", "ServeConfig", "open_data_dir", "running_service",
-           "serve", "stored_messages"]
+__all__ = ["LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig", "open_data_dir",
+           "running_service", "serve", "stored_messages"]
 
 LAYOUT_RECORD = "hotshard-serve.json"
 LOCK_FILE = ".hotshard-serve.lock"
@@ -62,6 +66,7 @@ class ServeConfig:
     store: str | None = None  # None: SQLite shard processes; redis-cluster://HOST:PORT
     append: bool = False  # load into a data directory that already holds messages
     admin_token: str | None = None  # None: a new random one (see Listening.admin_token)
+    shard_timeout_s: float = DEFAULT_SHARD_TIMEOUT_S  # past it a channel request gets 504
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,20 @@ class Listening:
     admin_token: str
     generated: bool
     loopback: bool
+
+
+class LoadInterrupted(KeyboardInterrupt):
+    """A stop (Ctrl-C, or SIGTERM turned into an exception by the caller) arrived before the
+    load finished; the load was undone as any failed load is. Its message says how far the
+    load got and what the data directory holds now; ``interruption`` is the exception that
+    stopped it (re-raise it to exit as that stop would)."""
+
+    def __init__(self, message: str, interruption: BaseException) -> None:
+        super().__init__(message)
+        self.interruption = interruption
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @dataclass
@@ -128,8 +147,9 @@ def open_data_dir(config: ServeConfig) -> DataDir:
     path = Path(config.data_dir)
     if path.exists() and not path.is_dir():
         raise InputError(f"data directory {path} is a file: give a directory")
-    if not path.parent.is_dir():
-        raise InputError(f"data directory's parent {path.parent} does not exist")
+    if not path.parent.is_dir():  # missing, or a file in the way (named as such)
+        raise InputError(f"cannot create data directory {path}: "
+                         f"{why_not_a_directory(path.parent)}")
     created = False
     try:
         try:
@@ -219,14 +239,48 @@ def stored_messages(data_dir: str | Path, shards: int) -> int:
     return total
 
 
-def _refuse_loading_over(data: DataDir, config: ServeConfig) -> None:
-    """A load into a directory that holds messages only when asked to append: a second load
-    of the same file would silently duplicate every message."""
+def _refuse_loading_over(data: DataDir, config: ServeConfig) -> int:
+    """The messages the directory holds before a load (0 on a Redis Cluster store, which is
+    not counted: it may hold anything); refused when there are some and the load was not
+    asked to append, since a second load of the same file would duplicate every message."""
+    if config.store:
+        return 0
     held = stored_messages(data.path, data.router.shards)
-    if held:
+    if held and not config.append:
         raise InputError(f"{data.path} already holds {held:,} messages: loading {config.load} "
                          "would add its rows to them (give --append to do that, or a new "
                          "--data directory)")
+    return held
+
+
+@dataclass
+class _LoadProgress:
+    """How far a start's load got: rows sent to the shards, of ``total``; ``done``: committed."""
+
+    total: int
+    held_before: int = 0
+    sent: int = 0
+    done: bool = False
+
+
+def _interrupted_load(config: ServeConfig, data: DataDir, load: _LoadProgress) -> str:
+    """What an interrupted load left (called once the workers have stopped and the start's
+    files were discarded)."""
+    head = (f"loading {config.load} was interrupted after {load.sent:,} of {load.total:,} "
+            "rows")
+    if config.store:
+        return (f"{head}: the Redis Cluster keeps the rows written so far (it has no "
+                "transaction)")
+    if data.created:
+        return f"{head}: nothing of it was kept ({data.path}, made by this start, was removed)"
+    try:
+        held = stored_messages(data.path, data.router.shards)
+    except InputError:
+        return f"{head}: its transaction was rolled back; {data.path} could not be counted"
+    if held == load.held_before:
+        return f"{head}: nothing of it was kept; {data.path} holds {held:,} messages, as before"
+    return (f"{head}: {held - load.held_before:,} of its rows were kept (shards that had "
+            f"committed when it stopped); {data.path} holds {held:,} messages")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -279,7 +333,8 @@ async def running_service(config: ServeConfig, data: DataDir, *,
             await supervisor.set_replicas(config.mitigations.replicas)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
-                           max_body_bytes=config.max_body_bytes)
+                           max_body_bytes=config.max_body_bytes,
+                           shard_timeout_s=config.shard_timeout_s)
         if config.load:
             from hotshard.service.load import load_messages
 
@@ -299,6 +354,13 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
 
     ``on_listening`` receives the URL and the admin token (``Listening``) once requests are
     accepted; a library caller that did not set ``config.admin_token`` learns it there.
+
+    Raises
+    ------
+    HotshardError
+        The start failed (nothing it made is left).
+    LoadInterrupted
+        A stop arrived during ``config.load``: the load was undone; the message says so.
     """
     import uvicorn
 
@@ -307,7 +369,6 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
         check_admin_token,
         is_loopback,
         new_admin_token,
-        service_names,
     )
     from hotshard.service.gateway import create_app
     from hotshard.service.httpguard import GuardedH11Protocol
@@ -328,17 +389,28 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
         sock.close()
         raise
     serving = False
+    load = _LoadProgress(rows or 0)
+
+    def progress(done: int, total: int) -> None:
+        load.sent, load.total = done, total
+        if on_progress is not None:
+            on_progress(done, total)
+
+    def loaded(result: Any) -> None:
+        load.done = True  # committed: from here on the data is kept on any exit
+        if on_loaded is not None:
+            on_loaded(result)
+
     try:
-        if config.load and not config.append and not config.store:
-            # (a Redis Cluster's streams are not counted: the cluster may hold anything)
-            _refuse_loading_over(data, config)
+        if config.load:
+            load.held_before = _refuse_loading_over(data, config)
         host, port = sock.getsockname()[:2]
-        guard = AdminGuard(token, service_names(config.host, port))
+        guard = AdminGuard.for_bind(token, config.host, port)
 
         async def main() -> None:
             nonlocal serving
-            async with running_service(config, data, on_progress=on_progress,
-                                       on_loaded=on_loaded, load_rows=rows) as chat:
+            async with running_service(config, data, on_progress=progress,
+                                       on_loaded=loaded, load_rows=rows) as chat:
                 app = create_app(chat, max_body_bytes=config.max_body_bytes, admin=guard)
                 server = uvicorn.Server(uvicorn.Config(
                     app, log_level="warning", access_log=False, lifespan="on",
@@ -353,9 +425,11 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
                     raise HotshardError("the HTTP server did not start (see the log above)")
 
         asyncio.run(main())
-    except BaseException:
-        if not serving:
+    except BaseException as e:
+        if not serving and not load.done:
             data.discard()
+            if config.load and not isinstance(e, Exception | SystemExit | GeneratorExit):
+                raise LoadInterrupted(_interrupted_load(config, data, load), e) from e
         raise
     finally:
         sock.close()

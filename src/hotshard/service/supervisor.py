@@ -30,8 +30,8 @@ from hotshard.errors import HotshardError, InputError
 from hotshard.service.protocol import HEADER, ProtocolError, decode, encode, frame_length
 from hotshard.service.worker import RUNTIME_PREFIX
 
-__all__ = ["ShardClient", "ShardError", "ShardUnavailable", "Supervisor", "WorkerInfo",
-           "db_path", "sweep_stale_runtime_dirs"]
+__all__ = ["ShardClient", "ShardError", "ShardTimeout", "ShardUnavailable", "Supervisor",
+           "WorkerInfo", "db_path", "sweep_stale_runtime_dirs"]
 
 READY_TIMEOUT_S = 30.0
 RESTART_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)
@@ -39,15 +39,32 @@ CALL_TIMEOUT_S = 60.0
 
 
 class ShardUnavailable(HotshardError, ConnectionError):
-    """A shard's worker is down or restarting; try again after ``retry_after`` seconds."""
+    """A shard's worker is down or restarting; try again after ``retry_after`` seconds.
+    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503)."""
 
-    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+    def __init__(self, message: str, *, retry_after: float = 1.0,
+                 shard: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.shard = shard
+
+
+class ShardTimeout(HotshardError, TimeoutError):
+    """A shard did not answer in time (a frozen or overloaded worker): the gateway's 504.
+    ``shard``: which shard, when known."""
+
+    def __init__(self, message: str, *, shard: int | None = None) -> None:
+        super().__init__(message)
+        self.shard = shard
 
 
 class ShardError(HotshardError, RuntimeError):
-    """A shard failed a request for a reason that is not the client's (storage, a bug)."""
+    """A shard failed a request for a reason that is not the client's (storage, a bug).
+    ``shard``: which shard, when known."""
+
+    def __init__(self, message: str, *, shard: int | None = None) -> None:
+        super().__init__(message)
+        self.shard = shard
 
 
 def db_path(data_dir: Path, shard: int) -> Path:
@@ -104,8 +121,9 @@ class ShardClient:
     """One multiplexed connection to a worker: many calls in flight, replies paired by id."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 name: str) -> None:
+                 name: str, shard: int | None = None) -> None:
         self.name = name
+        self.shard = shard
         self._reader = reader
         self._writer = writer
         self._ids = itertools.count(1)
@@ -114,9 +132,9 @@ class ShardClient:
         self._task = asyncio.create_task(self._read_replies())
 
     @classmethod
-    async def connect(cls, path: str, name: str) -> ShardClient:
+    async def connect(cls, path: str, name: str, shard: int | None = None) -> ShardClient:
         reader, writer = await asyncio.open_unix_connection(path, limit=1 << 24)
-        return cls(reader, writer, name)
+        return cls(reader, writer, name, shard)
 
     @property
     def in_flight(self) -> int:
@@ -125,28 +143,46 @@ class ShardClient:
 
     async def call(self, op: str, args: dict[str, Any], *,
                    timeout: float = CALL_TIMEOUT_S) -> tuple[Any, float]:
-        """The result of ``op`` and the seconds the shard spent on it (excluding the hop)."""
+        """The result of ``op`` and the seconds the shard spent on it (excluding the hop).
+
+        ``timeout`` bounds the whole call, the wait to send included (a frozen worker stops
+        reading its socket: the requests queued to it then wait here, not for ever).
+
+        Raises
+        ------
+        ShardUnavailable
+            The worker is down or its connection broke.
+        ShardTimeout
+            No answer within ``timeout`` seconds.
+        ShardError
+            The worker failed the request.
+        """
         if self._closed is not None:
-            raise ShardUnavailable(f"{self.name} is down ({self._closed})")
+            raise ShardUnavailable(f"{self.name} is down ({self._closed})", shard=self.shard)
         request_id = next(self._ids)
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            self._writer.write(encode({"id": request_id, "op": op, "args": args}))
-            if self._writer.transport.get_write_buffer_size() > (1 << 20):
-                await self._writer.drain()
-            reply = await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                self._writer.write(encode({"id": request_id, "op": op, "args": args}))
+                if self._writer.transport.get_write_buffer_size() > (1 << 20):
+                    await self._writer.drain()
+                reply = await future
+        except TimeoutError:  # before OSError: TimeoutError is one
+            raise ShardTimeout(f"{self.name} did not answer within {timeout:g} s",
+                               shard=self.shard) from None
+        except ShardUnavailable:
+            raise
         except (ConnectionError, OSError) as e:
-            raise ShardUnavailable(f"{self.name} is down ({e})") from e
-        except TimeoutError:
-            raise ShardUnavailable(f"{self.name} did not answer within {timeout:g} s") from None
+            raise ShardUnavailable(f"{self.name} is down ({e})", shard=self.shard) from e
         finally:
             self._pending.pop(request_id, None)
         if "err" in reply:
             err = reply["err"]
             if err.get("kind") == "input":
                 raise InputError(err.get("message", "bad request"))
-            raise ShardError(f"{self.name}: {err.get('message', 'internal error')}")
+            raise ShardError(f"{self.name}: {err.get('message', 'internal error')}",
+                             shard=self.shard)
         return reply.get("ok"), reply.get("us", 0) / 1e6
 
     async def _read_replies(self) -> None:
@@ -169,7 +205,8 @@ class ShardClient:
         self._closed = reason
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(ShardUnavailable(f"{self.name} is down ({reason})"))
+                future.set_exception(ShardUnavailable(f"{self.name} is down ({reason})",
+                                                      shard=self.shard))
 
     async def close(self) -> None:
         self._task.cancel()
@@ -350,7 +387,7 @@ class Supervisor:
             detail = text[len("error "):] if text.startswith("error ") else \
                 f"no answer within {READY_TIMEOUT_S:g} s; see {self.data_dir}/shard-*.log"
             raise HotshardError(f"{worker.name} did not start: {detail}")
-        worker.client = await ShardClient.connect(worker.socket, worker.name)
+        worker.client = await ShardClient.connect(worker.socket, worker.name, worker.shard)
         worker.up_since = time.monotonic()
 
     async def _watch(self, worker: _Worker) -> None:
@@ -381,7 +418,8 @@ class Supervisor:
         """The client of a shard's primary; ShardUnavailable while it is down."""
         worker = self._workers.get((shard, 0))
         if worker is None or not worker.up:
-            raise ShardUnavailable(f"shard {shard} is restarting", retry_after=1.0)
+            raise ShardUnavailable(f"shard {shard} is restarting", retry_after=1.0,
+                                   shard=shard)
         return worker.client  # type: ignore[return-value]
 
     def reader(self, shard: int, *, use_replicas: bool) -> ShardClient:
