@@ -96,3 +96,44 @@ def test_generate_refuses_arrivals_a_profile_does_not_have(tmp_path):
     res = run_cli("generate", str(ROOT / "examples" / "incident.profile.json"), "--events",
                   "100", "--arrivals", "profile", "-o", str(tmp_path / "x.parquet"))
     assert res.returncode == 2 and "needs a profile with an arrivals section" in res.stderr
+
+
+def _event_trace(path):
+    """20,000 s of Zipf traffic in which channel 7 takes 40% of the requests between 10,000 s
+    and 15,000 s (windows 6 to 8 of 12) and none outside."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    n = 200_000
+    t = np.sort(rng.uniform(0, 20_000, n))
+    keys = rng.zipf(1.3, n) % 5000 + 100
+    keys[(t > 10_000) & (t < 15_000) & (rng.random(n) < 0.4)] = 7
+    pq.write_table(pa.table({"k": keys, "t": t}), path)
+
+
+def test_an_event_channel_is_hot_when_it_was_hot(tmp_path):
+    _event_trace(tmp_path / "ev.parquet")
+    profile = count_profile([str(tmp_path / "ev.parquet")], key="k", time_col="t")
+    i = list(profile.head_keys).index("7")
+    real = profile.timelines.counts[i]
+    assert real[:6].sum() == 0 and real[9:].sum() == 0 and real[6:9].min() > 5000
+    plan = plan_workload(profile=profile, dist=None, events=int(profile.events), seed=1)
+    rows = np.flatnonzero(plan.positions == i)
+    made = np.histogram(plan.arrivals.times(rows),
+                        bins=np.linspace(0, profile.timelines.seconds, 13))[0]
+    assert made.sum() == real.sum()  # its exact count
+    assert made[6:9].sum() >= 0.9 * real.sum()  # in its windows, not spread over the run
+    assert np.all(np.abs(made[6:9] - real[6:9]) <= 0.15 * real[6:9])
+
+
+def test_timelines_that_disagree_with_the_head_are_refused(tmp_path):
+    _event_trace(tmp_path / "ev.parquet")
+    out = tmp_path / "p.json"
+    assert run_cli("profile", str(tmp_path / "ev.parquet"), "--key", "k", "--time", "t",
+                   "-o", str(out)).returncode == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["timelines"]["counts"]) == len(doc["head"]["keys"])
+    doc["timelines"]["counts"][0][0] += 1
+    out.write_text(json.dumps(doc))
+    res = run_cli("inspect", str(out))
+    assert res.returncode == 2 and "timelines disagree with head.counts" in res.stderr

@@ -23,6 +23,7 @@ from hotshard.profile.arrivals import ArrivalModel
 from hotshard.profile.locality import Locality
 from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
+from hotshard.profile.timelines import Timelines
 
 __all__ = ["ENGINES", "MAX_COUNT", "RawCounts", "bad_count_error", "build_profile",
            "count_keys", "count_profile", "input_columns", "resolve_inputs", "starts_with"]
@@ -59,6 +60,7 @@ class RawCounts:
     placement: dict[str, PlacementRecord] = field(default_factory=dict)
     locality: Locality | None = None
     arrivals: ArrivalModel | None = None
+    timelines: Timelines | None = None
 
 
 def starts_with(path: str, first: bytes) -> bool:
@@ -187,7 +189,8 @@ def build_profile(raw: RawCounts, *, source: dict, min_count: int) -> Profile:
     profile = Profile(source=src, dist=overall,
                       privacy={"min_count": int(min_count), "pseudonymized": False},
                       placement=dict(raw.placement), operations=ops, sizes=sizes, rate=rate,
-                      locality=raw.locality, arrivals=raw.arrivals)
+                      locality=raw.locality, arrivals=raw.arrivals,
+                      timelines=raw.timelines)
     return Profile.from_dict(profile.to_dict())  # the same validation a loaded file gets
 
 

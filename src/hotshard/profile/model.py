@@ -23,6 +23,7 @@ from hotshard.profile import KEY_SCALINGS, MAX_KEYS
 from hotshard.profile.arrivals import ArrivalModel
 from hotshard.profile.locality import Locality
 from hotshard.profile.placement import PlacementRecord, parse_placement
+from hotshard.profile.timelines import Timelines
 
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
            "TailModel", "bin_tail"]
@@ -144,6 +145,7 @@ class Profile:
     rate: dict[str, Any] | None = None
     locality: Locality | None = None
     arrivals: ArrivalModel | None = None
+    timelines: Timelines | None = None
 
     # -- convenience views ------------------------------------------------------------------
     @property
@@ -194,6 +196,8 @@ class Profile:
             out["locality"] = self.locality.to_dict()
         if self.arrivals is not None:
             out["arrivals"] = self.arrivals.to_dict()
+        if self.timelines is not None:
+            out["timelines"] = self.timelines.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -288,10 +292,21 @@ class Profile:
                 raise ProfileError(f"arrivals.counts hold {arrivals.events} requests but the "
                                    f"profile {_num(dist.events)}: the sections describe "
                                    "different streams; re-run hotshard profile")
+        timelines = None
+        if doc.get("timelines") is not None:
+            timelines = Timelines.from_dict(doc["timelines"])
+            if timelines.counts.shape[0] != len(dist.head_keys):
+                raise ProfileError(f"timelines hold {timelines.counts.shape[0]} keys but the "
+                                   f"head {len(dist.head_keys)}: one timeline per head key, "
+                                   "in head order")
+            if not source.get("scaled") and np.any(
+                    timelines.counts.sum(axis=1) != dist.head_counts):
+                raise ProfileError("timelines disagree with head.counts: each head key's "
+                                   "windows must add up to its count")
         return cls(source=source, dist=dist, privacy=privacy,
                    placement=placement, operations=operations,
                    sizes=doc.get("sizes"), rate=doc.get("rate"), locality=locality,
-                   arrivals=arrivals)
+                   arrivals=arrivals, timelines=timelines)
 
     # -- scaling ----------------------------------------------------------------------------
     def scaled(self, *, events: float | None = None, keys: float | None = None,

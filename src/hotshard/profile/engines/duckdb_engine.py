@@ -255,8 +255,9 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
             second_counts, window = _per_second(s, types[spec.time])
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
         locality = arrivals = None
+        timelines = None
         if (spec.locality or spec.time) and not spec.counts:
-            locality, arrivals = _ordered_stream(s, key, types)
+            locality, arrivals, timelines = _ordered_stream(s, key, types, overall.head_keys)
         placement = {}
         if spec.placements:
             placement = accumulate_placement(_key_batches(s), overall.head_keys,
@@ -264,12 +265,24 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         return RawCounts(rows=int(rows), null_keys=int(null_keys), key_type=key_type,
                          overall=overall, operations=operations, size_quantiles=sizes,
                          second_counts=second_counts, window=window, placement=placement,
-                         locality=locality, arrivals=arrivals)
+                         locality=locality, arrivals=arrivals, timelines=timelines)
     finally:
         s.close()
 
 
-def _ordered_stream(s: _Session, key: str, types: dict[str, str]):
+def _head_hashes(s: _Session, head_keys: list[str]) -> np.ndarray:
+    """DuckDB's hash of each head key, as the stream's hashes are made (head order)."""
+    s.con.execute("CREATE OR REPLACE TEMP TABLE head_names (i BIGINT, name VARCHAR)")
+    s.con.executemany("INSERT INTO head_names VALUES (?, ?)", list(enumerate(head_keys)))
+    rows = s.sql("SELECT i, hash(k) FROM kc_all JOIN head_names ON CAST(k AS VARCHAR) = name "
+                 "ORDER BY i").fetchall()
+    out = np.zeros(len(head_keys), dtype=np.uint64)
+    for i, h in rows:
+        out[i] = h
+    return out
+
+
+def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: list[str]):
     """(locality section, arrivals section) of the stream: every event's key hash in input
     order (the --time column's, stably: events at one instant keep their file order) through
     the stack pass, and the sorted times through the arrival summary. Only 64-bit hashes and
@@ -302,18 +315,23 @@ def _ordered_stream(s: _Session, key: str, types: dict[str, str]):
         if spec.time:
             times.append(batch.column(1).to_numpy(zero_copy_only=False))
     if not hashes:
-        return None, None
+        return None, None, None
     stream = np.concatenate(hashes).astype(np.uint64, copy=False)
-    order, arrivals = "file", None
+    order, arrivals, timelines = "file", None, None
     if spec.time:
+        from hotshard.profile.timelines import measure_timelines
+
         t = np.concatenate(times).astype(np.float64)
         t = np.where(np.isnan(t), np.inf, t)  # events without a time go last, in file order
         by_time = np.argsort(t, kind="stable")
         stream = stream[by_time]
+        t = t[by_time]
         order = f"time:{spec.time}"
-        arrivals = measure_arrivals(t[by_time])
+        arrivals = measure_arrivals(t)
+        if head_keys:
+            timelines = measure_timelines(stream, t, _head_hashes(s, head_keys))
     locality = measure_locality(stream, order=order) if spec.locality else None
-    return locality, arrivals
+    return locality, arrivals, timelines
 
 
 def _per_second(s: _Session, col_type: str):
