@@ -316,9 +316,10 @@ def _with_rest(u: NDArray[np.float64], y: NDArray[np.float64], counts: NDArray[n
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
     """(knots, y, row of each head key): the head keys whose timeline is far from even
     (total variation from the run's own shape above ``TIMELINE_TV``) and that carry at least
-    ``TIMELINE_SHARE`` of the requests (an event's channel) keep a row of their own; every other key shares one last row, the rest's cumulative
-    share at each window edge, what remains of the run's requests there once the own-row
-    keys (at their generated counts) have taken their part. A key that was busy as the run
+    ``TIMELINE_SHARE`` of the requests (an event's channel) keep a row of their own; every
+    other key shares one last row, the rest's cumulative share at each window edge, what
+    remains of the run's requests there once the own-row keys (at their generated counts)
+    have taken their part. A key that was busy as the run
     was busy needs no timeline: its measured reuse already says how it came."""
     head = counts[: u.shape[0]].astype(np.float64)
     total = float(counts.sum())
