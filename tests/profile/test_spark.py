@@ -9,12 +9,14 @@ pytest.importorskip("pyspark")
 
 
 def comparable(profile):
-    """The profile but what differs by engine: when and how it was made, and the locality
-    section (Spark reads rows in no defined order, so only DuckDB measures it)."""
+    """The profile but what differs by engine: when and how it was made, and the sections of
+    the ordered stream (locality, arrivals, timelines), which only DuckDB's ordered read
+    measures."""
     doc = profile.to_dict()
     doc["source"].pop("created")
     doc["source"].pop("engine")
-    doc.pop("locality", None)
+    for section in ("locality", "arrivals", "timelines"):
+        doc.pop(section, None)
     return doc
 
 
@@ -29,6 +31,7 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path):
     spark = count_profile([str(trace)], engine="spark", spark_master="local[2]", **kwargs)
     assert comparable(duck) == comparable(spark)
     assert duck.locality is not None and spark.locality is None
+    assert duck.arrivals is not None and spark.arrivals is None
 
     table = pq.read_table(shared("traces", "scarab-recs.parquet"))
     csv = tmp_path / "scarab.csv"

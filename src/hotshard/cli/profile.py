@@ -119,9 +119,9 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
     head_share = float(result.head_counts.sum()) / result.events
     click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
                f"head {len(result.head_keys)} keys ({head_share:.1%} of events); {tail}")
-    if locality and result.locality is None and not counts:
-        note("no locality section: the spark engine reads rows in no defined order "
-             "(profile with the duckdb engine to measure it)")
+    if engine == "spark" and not counts and (locality or time_col):
+        note("no locality, arrivals or timelines sections: the spark engine reads rows in no "
+             "defined order (profile with the duckdb engine to measure them)")
 
 
 @click.command()
