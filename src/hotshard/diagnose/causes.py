@@ -235,7 +235,7 @@ def judge_cache_warmth(ev: Evidence) -> Finding:
         if inferred is not None:
             evidence.append(
                 f"a cache that gives production's keys (the profile) a {pct(p.cache_hit_rate)} "
-                f"hit rate holds about {count(inferred[0])} keys (Che's approximation); uniform "
+                f"hit rate holds about {count(inferred[0])} keys ({inferred[2]}); uniform "
                 f"keys over the test's {count(t.distinct_keys)} keys hit it "
                 f"{pct(inferred[1])} of the time")
     if t.cache_hit_rate is not None and p.cache_hit_rate is not None:

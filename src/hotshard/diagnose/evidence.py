@@ -199,10 +199,20 @@ def cost_spread(obs: Observations) -> CostSpread | None:
 
 
 def uniform_cache_hit(profile: Profile, production_hit: float, test_keys: float
-                      ) -> tuple[float, float] | None:
-    """(cache entries, uniform test hit rate): the LRU size at which the profile's traffic hits
-    ``production_hit`` of the time (Che's approximation), and what uniform keys over
-    ``test_keys`` keys would hit in that same cache (C / K). None when no size reaches it."""
+                      ) -> tuple[float, float, str] | None:
+    """(cache entries, uniform test hit rate, how the size was found): the LRU size at which
+    the profile's traffic hits ``production_hit`` of the time, and what uniform keys over
+    ``test_keys`` keys would hit in that same cache (C / K). The size comes from the
+    profile's measured LRU curve when it has a locality section (production's own reuse,
+    bursts included), else from Che's approximation (independent references, which
+    overstates the cache a bursty stream needs). None when no size reaches it."""
+    if profile.locality is not None:
+        loc = profile.locality
+        if not 0 < production_hit < 1 or production_hit > loc.curve_hits[-1]:
+            return None
+        size = float(np.exp(np.interp(production_hit, loc.curve_hits,
+                                      np.log(loc.curve_sizes.astype(np.float64)))))
+        return size, min(1.0, size / max(test_keys, 1.0)), "the profile's measured LRU curve"
     from hotshard.sim.cache import che_hit_rates
 
     rates, mult = profile.dist.popularity()
@@ -220,4 +230,4 @@ def uniform_cache_hit(profile: Profile, production_hit: float, test_keys: float
             hi = mid
         if hi - lo <= max(1.0, 1e-3 * hi):
             break
-    return hi, min(1.0, hi / max(test_keys, 1.0))
+    return hi, min(1.0, hi / max(test_keys, 1.0)), "Che's approximation"
