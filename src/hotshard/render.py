@@ -95,6 +95,11 @@ def profile_summary(summary, source: str) -> str:
     if s.lru_hits:
         lines.append("  LRU hit rate     " + " / ".join(f"{hit:.3f}" for hit in s.lru_hits.values())
                      + " at " + " / ".join(s.lru_hits) + f" of keys ({s.locality_order} order)")
+    if s.timelines:
+        lines.append("  timelines        requests per window of the span, busiest window = █")
+        width = max(len(k) for k, _ in s.timelines)
+        for key, row in s.timelines:
+            lines.append(f"    {key:<{width}}  {_sparkline(row)}  {sum(row):,}")
     if s.sizes:
         lines.append("  payload sizes    " + ", ".join(
             f"p{float(q) * 100:g} {v:,.0f}" for q, v in s.sizes.items()))
@@ -278,3 +283,12 @@ def _mitigation_text(w) -> str:
     if w.coalesce:
         parts.append("identical in-flight reads coalesced")
     return "; ".join(parts)
+
+
+def _sparkline(values) -> str:
+    """One block character per value, scaled to the row's largest (an empty window is ' ')."""
+    blocks = " ▁▂▃▄▅▆▇█"
+    top = max(values) if values else 0
+    if top <= 0:
+        return " " * len(values)
+    return "".join(blocks[0] if v <= 0 else blocks[max(1, round(8 * v / top))] for v in values)

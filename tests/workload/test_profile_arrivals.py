@@ -137,3 +137,15 @@ def test_timelines_that_disagree_with_the_head_are_refused(tmp_path):
     out.write_text(json.dumps(doc))
     res = run_cli("inspect", str(out))
     assert res.returncode == 2 and "timelines disagree with head.counts" in res.stderr
+
+
+def test_inspect_draws_the_top_keys_timelines(tmp_path):
+    _event_trace(tmp_path / "ev.parquet")
+    out = tmp_path / "p.json"
+    assert run_cli("profile", str(tmp_path / "ev.parquet"), "--key", "k", "--time", "t",
+                   "-o", str(out)).returncode == 0
+    res = run_cli("inspect", str(out))
+    line = next(x for x in res.stdout.splitlines() if x.strip().startswith("7 "))
+    assert "      ███     " in line  # windows 6-8 of 12, nothing else
+    doc = json.loads(run_cli("inspect", str(out), "--json").stdout)
+    assert [doc["timelines"][1][0], doc["timelines"][1][1][:6]] == ["7", [0] * 6]

@@ -38,6 +38,8 @@ class ProfileSummary:
     # it was measured in; None when the profile has no locality section
     lru_hits: dict[str, float] | None = None
     locality_order: str | None = None
+    # the top head keys' requests per timeline window (key, counts), when the profile has them
+    timelines: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready: whole counts as integers, an undefined ratio as None (null)."""
@@ -67,6 +69,9 @@ def _fit_quality(law: dict) -> str:
     if ks <= POOR_FIT_KS:
         return "fair"
     return "poor"
+
+
+TIMELINE_KEYS = 5  # the head keys whose timelines inspect shows
 
 
 def summarize(profile: Profile) -> ProfileSummary:
@@ -114,4 +119,7 @@ def summarize(profile: Profile) -> ProfileSummary:
         tail_ks=ks, fit_quality=_fit_quality(pl), operations=ops, rate=profile.rate,
         sizes=(profile.sizes or {}).get("quantiles"), warnings=tuple(warnings),
         lru_hits=lru, locality_order=order,
+        timelines=tuple((k, tuple(int(c) for c in row)) for k, row in zip(
+            dist.head_keys[:TIMELINE_KEYS], profile.timelines.counts[:TIMELINE_KEYS],
+            strict=False)) if profile.timelines is not None else (),
     )
