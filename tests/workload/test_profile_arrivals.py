@@ -149,3 +149,36 @@ def test_inspect_draws_the_top_keys_timelines(tmp_path):
     assert "      ███     " in line  # windows 6-8 of 12, nothing else
     doc = json.loads(run_cli("inspect", str(out), "--json").stdout)
     assert [doc["timelines"][1][0], doc["timelines"][1][1][:6]] == ["7", [0] * 6]
+
+
+def test_drive_schedule_follows_the_profiles_shape(tmp_path):
+    from hotshard.drive.schedule import Schedule
+    from hotshard.workload.profile_sampler import _round_keys
+
+    path = str(shared("traces", "cloudphysics.parquet"))
+    model = count_profile([path], key="lbn", time_col="time").arrivals
+    schedule = Schedule(300.0, 60.0, "profile", seed=3, model=model)
+    times = np.concatenate([t for _, t in schedule.blocks()])
+    assert times.size == 18_000 and np.all(np.diff(times) >= 0)
+    assert times.min() >= 0 and times.max() < 60.0
+    # every bin of the shape, stretched to the run, holds its share exactly
+    width = 60.0 / model.counts.size
+    per_bin = np.bincount(np.minimum((times / width).astype(int), model.counts.size - 1),
+                          minlength=model.counts.size)
+    assert np.array_equal(per_bin, _round_keys(model.counts.astype(float), 18_000))
+    # the same arrivals whatever the process split
+    two = sorted(np.concatenate([t for _, t in schedule.for_process(p, 2)]).tolist()
+                 for p in (0, 1))
+    assert np.array_equal(np.sort(np.concatenate(two)), times)
+
+
+def test_drive_refuses_profile_arrivals_without_them(tmp_path):
+    from tests.conftest import ROOT
+
+    res = run_cli("drive", "http://127.0.0.1:9", "--keys",
+                  str(ROOT / "examples" / "incident.profile.json"), "--rps", "10",
+                  "--arrivals", "profile")
+    assert res.returncode == 2 and "has no arrivals section" in res.stderr
+    res = run_cli("drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10",
+                  "--arrivals", "profile")
+    assert res.returncode == 2 and "takes its shape from a profile" in res.stderr

@@ -19,8 +19,11 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
               help="Target requests per second (open loop) [required unless --closed].")
 @click.option("--duration", type=Seconds(), default=10.0, show_default=True,
               help="Length of the run (90s, 15m, 1h); includes --ramp.")
-@click.option("--arrivals", type=click.Choice(["poisson", "constant"]), default="poisson",
-              show_default=True, help="Arrival process: independent users, or evenly spaced.")
+@click.option("--arrivals", type=click.Choice(["poisson", "constant", "profile"]),
+              default="poisson", show_default=True,
+              help="Arrival process: independent users, evenly spaced, or profile: "
+                   "production's per-minute rate shape and burstiness from the --keys "
+                   "profile's arrivals section, stretched to --duration at mean --rps.")
 @click.option("--ramp", type=Seconds(), default=None,
               help="Grow the rate linearly from 0 over this long first.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,

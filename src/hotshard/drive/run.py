@@ -98,7 +98,10 @@ class DriveConfig:
                              f"each): {fix}")
 
     def schedule(self) -> Schedule:
-        return Schedule(self.rate, self.duration, self.arrivals, self.ramp, self.seed)
+        model = None
+        if self.arrivals == "profile":
+            model = _profile_arrivals(self.keys)
+        return Schedule(self.rate, self.duration, self.arrivals, self.ramp, self.seed, model)
 
     @property
     def is_redis(self) -> bool:
@@ -118,6 +121,25 @@ class DriveConfig:
     @property
     def model(self) -> str:
         return "open" if self.closed_users is None else "closed"
+
+
+_ARRIVAL_MODELS: dict[str, Any] = {}
+
+
+def _profile_arrivals(keys: str) -> Any:
+    """The arrivals section of the profile ``keys`` names (read once per process)."""
+    if keys not in _ARRIVAL_MODELS:
+        from hotshard.profile.model import Profile
+
+        if not keys.endswith(".json"):
+            raise InputError("--arrivals profile takes its shape from a profile: give --keys "
+                             "PROFILE.json (made by hotshard profile ... --time COL)")
+        profile = Profile.load(keys)
+        if profile.arrivals is None:
+            raise InputError(f"{keys} has no arrivals section: profile the events with "
+                             "--time COL to record when they came")
+        _ARRIVAL_MODELS[keys] = profile.arrivals
+    return _ARRIVAL_MODELS[keys]
 
 
 @dataclass

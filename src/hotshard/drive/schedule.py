@@ -21,7 +21,7 @@ from hotshard.errors import InputError
 
 __all__ = ["ARRIVALS", "BLOCK", "Schedule"]
 
-ARRIVALS = ("poisson", "constant")
+ARRIVALS = ("poisson", "constant", "profile")
 BLOCK = 1 << 15
 _STREAM = 0x5C4ED  # this module's random stream (keys and ops use others)
 MAX_ARRIVALS = 10**10
@@ -35,7 +35,9 @@ class Schedule:
     ----------
     rate : target arrivals per second (after the ramp), > 0.
     duration : seconds, > 0 (the ramp is part of it).
-    arrivals : "poisson" (independent users, the default) or "constant" (evenly spaced).
+    arrivals : "poisson" (independent users, the default), "constant" (evenly spaced), or
+        "profile": production's rate shape and burstiness (``model``, a profile's arrivals
+        section) stretched to ``duration`` at mean ``rate``.
     ramp : seconds over which the rate grows linearly from 0 to ``rate``, in [0, duration].
     seed : the schedule's seed.
     """
@@ -45,6 +47,7 @@ class Schedule:
     arrivals: str = "poisson"
     ramp: float = 0.0
     seed: int = 0
+    model: object | None = None  # an ArrivalModel, for arrivals="profile"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.rate, int | float) and math.isfinite(self.rate)
@@ -55,6 +58,12 @@ class Schedule:
         if self.arrivals not in ARRIVALS:
             raise InputError(f"arrivals must be one of {', '.join(ARRIVALS)}, got "
                              f"{self.arrivals!r}")
+        if self.arrivals == "profile" and self.model is None:
+            raise InputError("profile arrivals need a profile with an arrivals section (give "
+                             "--keys PROFILE made by hotshard profile ... --time COL)")
+        if self.arrivals == "profile" and self.ramp:
+            raise InputError("profile arrivals follow production's own rate shape: give no "
+                             "--ramp with them")
         if not 0 <= self.ramp <= self.duration:
             raise InputError(f"ramp must be in [0, duration={self.duration:g}] seconds, got "
                              f"{self.ramp!r}")
@@ -86,6 +95,9 @@ class Schedule:
     def blocks(self) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """(index of the block's first arrival, its times in seconds) for every arrival in
         ``[0, duration)``, in order."""
+        if self.arrivals == "profile":
+            yield from self._profile_blocks()
+            return
         carry = 0.0
         block = 0
         while True:
@@ -105,6 +117,19 @@ class Schedule:
                 return
             yield first, times
             block += 1
+
+    def _profile_blocks(self) -> Iterator[tuple[int, NDArray[np.float64]]]:
+        """rate x duration arrivals (rounded) with the profile's per-minute shape and
+        cascade burstiness, the window stretched to ``duration``; each bin of the shape is
+        made from its own seed, so any block is the same whoever makes it."""
+        from hotshard.workload.profile_arrivals import CascadeArrivals
+
+        total = int(round(self.rate * self.duration))
+        shaped = CascadeArrivals(self.model, total, total / self.duration,  # type: ignore
+                                 self.seed)
+        for first in range(0, total, BLOCK):
+            rows = np.arange(first, min(first + BLOCK, total), dtype=np.int64)
+            yield first, np.minimum(shaped.times(rows), np.nextafter(self.duration, 0))
 
     def extent(self) -> tuple[int, float]:
         """(exact number of arrivals, time of the last one) for this seed."""
