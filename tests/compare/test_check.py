@@ -265,3 +265,32 @@ def test_a_test_hotter_than_a_production_without_hot_spots_warns(tmp_path, ring)
     assert report.exit_status == 0  # pessimistic, not hiding anything
     plain = _run(tmp_path, corda, rng.choice(space, 50_000), "plain-corda", ring)
     assert {c.name: c.verdict for c in plain.checks}["test-hot-key"] == "pass"
+
+
+def test_a_test_whose_keys_reuse_less_than_production_warns_on_its_own_measured_curve(
+        tmp_path):
+    """web07 profiled with its locality; a test of independent draws (the same popularity,
+    shuffled) hits an LRU of 1% of the keys 22% of the time against production's 39%:
+    check compares the two measured curves and warns that the test's cache is colder; the
+    locality-ordered test passes."""
+    import json
+
+    from tests.conftest import run_cli, shared
+
+    prof = tmp_path / "w7.json"
+    assert run_cli("profile", str(shared("traces", "web07.parquet")), "--key", "key", "-o",
+                   str(prof)).returncode == 0
+    verdicts = {}
+    for order in ("irm", "locality"):
+        out = tmp_path / f"{order}.parquet"
+        assert run_cli("generate", str(prof), "--events", "76118", "--seed", "1", "--order",
+                       order, "-o", str(out)).returncode == 0
+        res = run_cli("check", str(out), "--against", str(prof), "--cache-size", "204",
+                      "--json")
+        doc = json.loads(res.stdout)
+        verdicts[order] = next(c for c in doc["checks"] if c["name"] == "working-set")
+    irm, loc = verdicts["irm"], verdicts["locality"]
+    assert irm["numbers"]["cache_model"] == "measured" and irm["verdict"] == "warn"
+    assert irm["numbers"]["test_hit_rate"] < 0.7 * irm["numbers"]["production_hit_rate"]
+    assert loc["verdict"] == "pass"
+    assert abs(loc["numbers"]["test_hit_rate"] - loc["numbers"]["production_hit_rate"]) < 0.03

@@ -323,6 +323,20 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
                   "allowed": allowed})
 
 
+# Two streams' measured LRU curves are compared as they are when their lengths differ by at
+# most this factor (a longer stream has fewer first-time misses per request); beyond it, both
+# are modelled at the shorter length by Che's approximation.
+MEASURED_LENGTH_RATIO = 1.25
+
+
+def _measured_pair(test: Profile, prod: Profile) -> bool:
+    """Whether both profiles measured their LRU curves on streams of comparable length."""
+    if test.locality is None or prod.locality is None:
+        return False
+    a, b = float(test.locality.events), float(prod.locality.events)
+    return max(a, b) <= MEASURED_LENGTH_RATIO * min(a, b)
+
+
 def _lru_hit(profile: Profile, capacity: float, events: float, distinct: float) -> float:
     """LRU hit rate over a run of ``events`` requests touching ``distinct`` keys: Che's
     approximation on the profile's popularity, capped by the compulsory misses (each key's
@@ -371,13 +385,21 @@ def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | 
                 ": a smaller working set than production's (it fits caches production's "
                 "does not)")
     if cache_size is not None:
-        # both at the same length, the first-time misses of that many requests included
-        h_t = _lru_hit(test, cache_size, n, k_t)
-        h_p = _lru_hit(prod, cache_size, n, k_p)
-        numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p)
+        measured = _measured_pair(test, prod)
+        if measured:
+            # each stream's own LRU curve, in its own order: bursts and reuse included
+            h_t = test.locality.lru_hit_rate(cache_size)
+            h_p = prod.locality.lru_hit_rate(cache_size)
+            how = "each one's measured LRU curve, in its own order"
+        else:
+            # both at the same length, the first-time misses of that many requests included
+            h_t = _lru_hit(test, cache_size, n, k_t)
+            h_p = _lru_hit(prod, cache_size, n, k_p)
+            how = "Che's approximation, first-time misses included"
+        numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p,
+                       cache_model="measured" if measured else "che")
         msg += (f"; an LRU cache of {cache_size:,} entries hits {pct(h_t)} of the test and "
-                f"{pct(h_p)} of production over as many requests (Che's approximation, "
-                "first-time misses included)")
+                f"{pct(h_p)} of production over as many requests ({how})")
         gap = h_t - h_p
         if gap > t.cache_fail and cache_can_fail:
             verdict = "fail"
