@@ -207,6 +207,11 @@ class ShardClient:
             if not future.done():
                 future.set_exception(ShardUnavailable(f"{self.name} is down ({reason})",
                                                       shard=self.shard))
+                # marked as seen: a caller that still awaits it gets the error all the same,
+                # but one that was cancelled meanwhile (a load stopped by its first failure)
+                # must not leave asyncio to print "exception was never retrieved" with the
+                # exception's class after the command's one-line error
+                future.exception()
 
     async def close(self) -> None:
         self._task.cancel()
