@@ -111,6 +111,19 @@ def _rows_for(classes: NDArray[np.int64], measured: NDArray[np.int64]) -> NDArra
     return np.where(use_lower, lower, idx).astype(np.int64)
 
 
+@njit(cache=True, inline="always")
+def _advance(t: float, r: int, span: float, cdf: np.ndarray, lo: np.ndarray,
+             width: np.ndarray) -> float:
+    """The instant of a key's next reference after ``t``: a gap from its class's reuse-time
+    CDF (row ``r``; a reuse time of g references is a gap of g - 1 units), or a uniform
+    instant in ``span`` when the class measured none (r < 0)."""
+    if r < 0:
+        return np.random.random() * span
+    b = np.searchsorted(cdf[r], np.random.random(), side="right")
+    gap = lo[b] + np.floor(np.random.random() * width[b])
+    return t + gap - 1.0 + 1e-6 * np.random.random()
+
+
 @njit(cache=True)
 def _renewal_order(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.ndarray,
                    width: np.ndarray, seed: int, warp_u: np.ndarray,
@@ -145,7 +158,6 @@ def _renewal_order(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.
             # part of the run by the class's reuse times, wrapping inside the window
             windows = warp_u.shape[1] - 1
             left = c
-            frac_best = -1.0
             for w in range(windows):
                 share = warp_u[own, w + 1] - warp_u[own, w]
                 cw = int(np.floor(c * share))
@@ -168,12 +180,7 @@ def _renewal_order(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.
                 t = np.random.random() * length
                 for i in range(here[w]):
                     if i > 0:
-                        if r < 0:
-                            t = np.random.random() * length
-                        else:
-                            b = np.searchsorted(cdf[r], np.random.random(), side="right")
-                            gap = lo[b] + np.floor(np.random.random() * width[b])
-                            t += gap - 1.0 + 1e-6 * np.random.random()
+                        t = _advance(t, r, length, cdf, lo, width)
                     instants[j] = min(a + (t % length if length > 0 else 0.0), n - 1e-9)
                     owner[j] = k
                     j += 1
@@ -181,12 +188,7 @@ def _renewal_order(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.
         t = np.random.random() * n
         for i in range(c):
             if i > 0:
-                if r < 0:
-                    t = np.random.random() * n
-                else:
-                    b = np.searchsorted(cdf[r], np.random.random(), side="right")
-                    gap = lo[b] + np.floor(np.random.random() * width[b])
-                    t += gap - 1.0 + 1e-6 * np.random.random()
+                t = _advance(t, r, n, cdf, lo, width)
             t = t % n
             if rest >= 0:  # timelines: every other key fills what they leave of each window
                 u = t / n
