@@ -29,3 +29,77 @@ def test_same_seed_same_sizes():
     a = load_keys(PROFILE, seed=5).batch(np.arange(1000, dtype=np.int64))[2]
     b = load_keys(PROFILE, seed=5).batch(np.arange(1000, dtype=np.int64))[2]
     assert np.array_equal(a, b)
+
+
+# -- keys in production's order ---------------------------------------------------------------
+def _web07_profile(tmp_path):
+    from hotshard.profile.count import count_profile
+    from tests.conftest import shared
+
+    profile = count_profile([str(shared("traces", "web07.parquet"))], key="key")
+    path = tmp_path / "web07.profile.json"
+    profile.save(str(path))
+    return profile, str(path)
+
+
+def _lru_hits(stream: list[str], size: int) -> float:
+    """Hit rate of an LRU cache of ``size`` entries on ``stream`` (a dict kept in use order)."""
+    cache: dict[str, None] = {}
+    hits = 0
+    for key in stream:
+        if key in cache:
+            hits += 1
+            del cache[key]
+        elif len(cache) >= size:
+            del cache[next(iter(cache))]
+        cache[key] = None
+    return hits / len(stream)
+
+
+def test_drive_sends_a_locality_profiles_keys_in_generates_order(tmp_path):
+    from hotshard.workload.generate import plan_workload
+
+    profile, path = _web07_profile(tmp_path)
+    events = 60_000
+    keys = load_keys(path, seed=4, order="auto", events=events)
+    assert keys.order == "locality"
+    sent = keys.batch(np.arange(events, dtype=np.int64))[0]
+    plan = plan_workload(profile=profile, dist=None, events=events, seed=4, order="locality")
+    written = [str(k) for k in plan.samplers["*"].ids(plan.positions).tolist()]
+    assert sent == written  # the keys generate writes, one for one
+    # any split over processes sends the same keys (each process lays out the same order)
+    odd = load_keys(path, seed=4, order="auto", events=events).batch(
+        np.arange(1, events, 2, dtype=np.int64))[0]
+    assert odd == sent[1::2]
+    # a run longer than its order goes round the circle again
+    again = keys.batch(np.arange(events, events + 10, dtype=np.int64))[0]
+    assert again == sent[:10]
+
+
+def test_locality_order_gives_a_cache_productions_reuse_and_irm_does_not(tmp_path):
+    import pyarrow.parquet as pq
+
+    from tests.conftest import shared
+
+    _, path = _web07_profile(tmp_path)
+    real = [str(k) for k in pq.read_table(str(shared("traces", "web07.parquet")),
+                                          columns=["key"]).column("key").to_pylist()]
+    n = len(real)
+    size = max(2, len(set(real)) // 100)   # an LRU of 1% of the distinct keys
+    idx = np.arange(n, dtype=np.int64)
+    local = load_keys(path, seed=1, order="locality", events=n).batch(idx)[0]
+    irm = load_keys(path, seed=1, order="irm", events=n).batch(idx)[0]
+    real_hits, local_hits, irm_hits = (_lru_hits(s, size) for s in (real, local, irm))
+    # the issue's bar for generate (within 0.03 and >= 0.95x), here on the keys drive sends
+    assert local_hits >= 0.95 * real_hits and abs(local_hits - real_hits) <= 0.03
+    assert irm_hits < 0.8 * real_hits  # independent draws: the cache looks colder
+
+
+def test_order_locality_needs_a_locality_section():
+    from hotshard.errors import InputError
+
+    with pytest.raises(InputError, match="locality section"):
+        load_keys(PROFILE, order="locality", events=100)
+    with pytest.raises(InputError, match="--order irm"):
+        load_keys("zipf:0.99:1000", order="locality", events=100)
+    assert load_keys(PROFILE, order="auto", events=100).order == "irm"

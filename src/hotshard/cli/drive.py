@@ -24,6 +24,12 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
               help="Arrival process: independent users, evenly spaced, or profile: "
                    "production's per-minute rate shape and burstiness from the --keys "
                    "profile's arrivals section, stretched to --duration at mean --rps.")
+@click.option("--order", type=click.Choice(["auto", "locality", "irm"]), default="auto",
+              show_default=True,
+              help="A profile's keys in production's order (locality: each key's reuse as "
+                   "its popularity class was reused, head keys hot when they were hot; what "
+                   "a cache sees), or independent draws (irm); auto: locality when the "
+                   "--keys profile has a locality section.")
 @click.option("--ramp", type=Seconds(), default=None,
               help="Grow the rate linearly from 0 over this long first.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
@@ -64,7 +70,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
               help="Write the HdrHistogram interval log (latency from intended time).")
 @click.option("--json", "as_json", is_flag=True, help="Print the observations JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No live progress.")
-def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_template,
+def drive(url, keys_spec, rps, duration, arrivals, order, ramp, seed, read_ratio, read_template,
           write_template, max_inflight, processes, closed_users, partitioner, shards, timeout,
           max_error_rate, label, output, hlog, as_json, quiet):
     """Drive load at URL (http://, https://, or redis-cluster://HOST:PORT) on an absolute
@@ -137,7 +143,7 @@ def drive(url, keys_spec, rps, duration, arrivals, ramp, seed, read_ratio, read_
                              max_inflight=max_inflight, processes=processes,
                              closed_users=closed_users, timeout=timeout,
                              partitioner=(partitioner, shards) if partitioner else None,
-                             max_error_rate=max_error_rate / 100.0)
+                             max_error_rate=max_error_rate / 100.0, order=order)
     except HotshardError as e:
         raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
     live = _Live(enabled=not quiet and not as_json)

@@ -143,6 +143,7 @@ def to_observations(result: DriveResult, label: str) -> Observations:
     completed = rec.completed
     extra = {"drive": {
         "target": _redacted(config.url), "keys": config.keys, "seed": config.seed,
+        "order": result.key_order,
         "arrivals": config.arrivals if config.model == "open" else None,
         "closed_users": config.closed_users, "processes": config.processes,
         "ramp_s": config.ramp, "sent": result.sent, "completed": completed,
@@ -173,7 +174,8 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
     lines = []
     if not observations.is_valid:
         lines.append(invalid_warning(e))
-    lines += [f"{observations.model} loop, {result.key_generator} keys, "
+    order = " in production's order" if result.key_order == "locality" else ""
+    lines += [f"{observations.model} loop, {result.key_generator} keys{order}, "
              f"{result.wall_s:.1f} s" + (f" of {result.config.duration:g} s (interrupted)"
                                         if result.interrupted else "")
              + f": sent {result.sent:,}, succeeded {rec.ok:,} "

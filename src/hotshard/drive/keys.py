@@ -6,6 +6,13 @@ or ``zipf:0.99:1e6``). They are drawn in the schedule's blocks, block b from
 share the run. With a profile, the operation is chosen given the key (its exact mix for head
 keys, the fitted mix for the tail) and payload sizes follow the profile's size quantiles;
 ``read_ratio`` overrides the mix with a flat share.
+
+A profile with a locality section sends its keys in production's order instead
+(``order="locality"``, the default when the section is there): the whole run's key positions
+are laid out once per process (``workload.locality_order``, a function of the seed and the
+run's expected length only), and arrival i takes position ``i mod length``: the order is built
+on a circle, so a run that outlasts it (Poisson's count above its mean, or a run longer than
+``MAX_ORDER``) goes round again with no seam.
 """
 
 from __future__ import annotations
@@ -24,6 +31,12 @@ from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, message_sizes
 __all__ = ["KeySource", "load_keys"]
 
 _KEY_STREAM = 0xC0DE
+# Key orders a profile can be sent in (as generate's --order): auto is locality when the
+# profile has a locality section.
+ORDERS = ("auto", "locality", "irm")
+# Longest locality order one driver process lays out (8 bytes an arrival in memory, ~3 s to
+# build at ~10 M/s); a longer run goes round it again.
+MAX_ORDER = 40_000_000
 _OP_STREAM = 0x0B5
 DEFAULT_READ_RATIO = 0.9  # a chat-history service: reads of recent history dominate
 
@@ -42,6 +55,9 @@ class KeySource:
     size_quantiles: dict[str, float]
     _sampler: Any = None
     _profile_ops: tuple | None = None    # (read column, head cumulative, tail cumulative)
+    order: str = "irm"                   # what is sent: locality or irm (independent draws)
+    _positions: NDArray[np.int64] | None = None  # the locality order, arrival i -> i mod len
+    _make_positions: Any = None          # builds _positions on first use
     _cache: dict[int, tuple[list[str], NDArray[np.bool_], NDArray[np.int64]]] = field(
         default_factory=dict)
 
@@ -49,8 +65,15 @@ class KeySource:
         cached = self._cache.get(block)
         if cached is not None:
             return cached
-        rng = np.random.default_rng([self.seed, _KEY_STREAM, block])
-        draws = self._sampler.sample(BLOCK, rng)
+        if self._make_positions is not None:
+            if self._positions is None:
+                self._positions = self._make_positions()
+            length = self._positions.size
+            draws = self._positions[(np.arange(BLOCK, dtype=np.int64) + block * BLOCK)
+                                    % length]
+        else:
+            rng = np.random.default_rng([self.seed, _KEY_STREAM, block])
+            draws = self._sampler.sample(BLOCK, rng)
         if hasattr(self._sampler, "ids"):
             ids = self._sampler.ids(draws)
             keys = [str(k) for k in (ids.tolist() if hasattr(ids, "tolist")
@@ -97,20 +120,32 @@ class KeySource:
 
     def describe(self) -> dict[str, Any]:
         return {"keys": self.spec, "key_generator": self.generator, "seed": self.seed,
+                "order": self.order,
                 "read_ratio": self.read_ratio if self.read_ratio is not None else
                 ("by key, from the profile" if self._profile_ops else DEFAULT_READ_RATIO)}
 
 
-def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> KeySource:
+def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None,
+              order: str = "irm", events: float | None = None,
+              shaped: bool = False) -> KeySource:
     """A key source from a profile path or a distribution spec (``uniform:N``, ``zipf:S:N``,
     ``hotspot:...``, ``latest:...``, ``scrambled_zipfian:N``).
+
+    ``order``: ``locality`` sends a profile's keys in production's order (its locality
+    section), laid out for a run of ``events`` expected arrivals (``shaped``: the run's
+    arrivals follow the profile's per-minute shape, so the head keys' timelines are read
+    against it); ``auto`` is locality when the profile has the section, else ``irm``
+    (independent draws, the only order a distribution spec has).
 
     Raises
     ------
     InputError
-        The spec is neither an existing profile file nor a known distribution, or
-        ``read_ratio`` is outside [0, 1].
+        The spec is neither an existing profile file nor a known distribution,
+        ``read_ratio`` is outside [0, 1], or ``order="locality"`` without a profile's
+        locality section.
     """
+    if order not in ORDERS:
+        raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if read_ratio is not None and not 0 <= read_ratio <= 1:
         raise InputError(f"read_ratio must be in [0, 1], got {read_ratio!r}")
     if not isinstance(spec, str) or not spec.strip():
@@ -127,8 +162,32 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None) -> K
             ops = (names.index("read"), head_cum, tail_cum)
         sizes = (profile.sizes or {}).get("quantiles") if isinstance(profile.sizes, dict) \
             else None
-        return KeySource(spec, "profile", seed, read_ratio, dict(sizes or DEFAULT_SIZE_QUANTILES),
-                         sampler, ops)
+        if order == "locality" and profile.locality is None:
+            raise InputError(f"{spec}: --order locality needs a profile with a locality "
+                             "section (hotshard profile of event rows writes one), or give "
+                             "--order irm")
+        source = KeySource(spec, "profile", seed, read_ratio,
+                           dict(sizes or DEFAULT_SIZE_QUANTILES), sampler, ops)
+        length = int(min(max(round(events or BLOCK), 1), MAX_ORDER))
+        from hotshard.workload.locality_order import fits_in_memory
+
+        if order == "locality" and not fits_in_memory(length, sampler.n_keys):
+            raise InputError(f"{spec}: {sampler.n_keys:,} keys are too many to order by "
+                             "locality in one driver process: give --order irm")
+        if (order != "irm" and profile.locality is not None
+                and fits_in_memory(length, sampler.n_keys)):
+
+            def make() -> NDArray[np.int64]:
+                from hotshard.workload.locality_order import profile_positions
+
+                return profile_positions(profile, sampler, length, seed, shaped=shaped)
+
+            source.order = "locality"
+            source._make_positions = make
+        return source
+    if order == "locality":
+        raise InputError(f"--order locality needs a profile's locality section; {spec!r} is "
+                         "a distribution, whose draws are independent: give --order irm")
     from hotshard.workload.generate import parse_dist
 
     try:

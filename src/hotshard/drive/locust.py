@@ -66,7 +66,7 @@ from locust import FastHttpUser, constant, task
 from locust.event import EventHook
 from locust.exception import CatchResponseError
 
-from hotshard.drive.keys import KeySource, load_keys
+from hotshard.drive.keys import ORDERS, KeySource
 from hotshard.drive.record import Recorder
 from hotshard.drive.run import (
     EXIT_INVALID_RUN,
@@ -175,6 +175,9 @@ def add_arguments(parser: Any) -> None:
     option("duration", "seconds of schedule (default 60); -t only caps the run",
            type=_converter(_positive), default=60.0)
     option("arrivals", "poisson (default) or constant", choices=ARRIVALS, default="poisson")
+    option("order", "a profile's keys in production's order (locality), in independent "
+           "draws (irm), or auto: locality when the profile has a locality section",
+           choices=ORDERS, default="auto")
     option("ramp", "seconds over which the rate grows from 0 (default 0)",
            type=_converter(_non_negative), default=0.0)
     option("seed", "seed of arrival times, keys and operations (default 0)",
@@ -221,10 +224,11 @@ def config_from_options(options: Any, host: str | None) -> tuple[DriveConfig, Ke
         write=options.hotshard_write, max_inflight=int(options.hotshard_max_inflight),
         timeout=float(options.hotshard_timeout),
         max_error_rate=float(getattr(options, "hotshard_max_error_rate",
-                                     100 * MAX_ERROR_RATE)) / 100.0)
+                                     100 * MAX_ERROR_RATE)) / 100.0,
+        order=getattr(options, "hotshard_order", "auto"))
     parse_template(config.read, "read")
     parse_template(config.write, "write")
-    return config, load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+    return config, config.key_source()
 
 
 # -- a worker's share -----------------------------------------------------------------------------
@@ -480,13 +484,16 @@ class Gatherer:
         Wall-clock time of arrival time 0 (for the interval log).
     run : int
         This run's number; reports of other runs are ignored.
+    key_order : str
+        The keys' order (``KeySource.order``): locality or irm.
     """
 
     def __init__(self, config: DriveConfig, shares: int, *, key_generator: str,
-                 start_epoch: float, run: int) -> None:
+                 start_epoch: float, run: int, key_order: str = "irm") -> None:
         self.config = dataclasses.replace(config, processes=shares)
         self.shares = shares
         self.key_generator = key_generator
+        self.key_order = key_order
         self.start_epoch = start_epoch
         self.run = run
         self.recorder = Recorder()
@@ -522,7 +529,7 @@ class Gatherer:
         result = DriveResult(self.config, self.recorder, wall,
                              sum(int(r["sent"]) for r in self.reports.values()),
                              self.start_epoch, self.key_generator, not complete,
-                             (self.before, after), notes)
+                             (self.before, after), notes, key_order=self.key_order)
         per_worker = []
         for share in sorted(self.reports):
             r = self.reports[share]
@@ -622,7 +629,7 @@ class _Node:
         report = self._send_report if self.is_worker else self._on_report
         config = DriveConfig(**plan["config"])
         try:  # a profile path must exist on every worker's machine too
-            keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+            keys = config.key_source()
         except HotshardError as e:
             logger.error("hotshard: error: %s; this worker sends nothing", e)
             report({"run": plan["run"], "share": plan["share"], "shares": plan["shares"],
@@ -670,6 +677,7 @@ class _Node:
             return
         self.runs += 1
         self.gatherer = Gatherer(config, len(workers), key_generator=keys.generator,
+                                 key_order=keys.order,
                                  start_epoch=time.time() + LEAD_S, run=self.runs)
         for share, client in enumerate(workers):
             plan = {"run": self.runs, "share": share, "shares": len(workers),

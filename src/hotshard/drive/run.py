@@ -69,6 +69,7 @@ class DriveConfig:
     timeout: float = 30.0
     partitioner: tuple[str, int] | None = None  # client-side shard breakdown (name, shards)
     max_error_rate: float = MAX_ERROR_RATE
+    order: str = "auto"        # a profile's keys in production's order (keys.ORDERS)
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_error_rate <= 1:
@@ -102,6 +103,13 @@ class DriveConfig:
         if self.arrivals == "profile":
             model = _profile_arrivals(self.keys)
         return Schedule(self.rate, self.duration, self.arrivals, self.ramp, self.seed, model)
+
+    def key_source(self) -> KeySource:
+        """The keys of this run: in a profile's locality order laid out for the run's
+        expected length (the same in every process), or independent draws."""
+        return load_keys(self.keys, seed=self.seed, read_ratio=self.read_ratio,
+                         order=self.order, events=self.schedule().expected,
+                         shaped=self.arrivals == "profile")
 
     @property
     def is_redis(self) -> bool:
@@ -155,6 +163,7 @@ class DriveResult:
     interrupted: bool = False
     server_stats: tuple[dict | None, dict | None] = (None, None)
     notes: list[str] = field(default_factory=list)
+    key_order: str = "irm"     # the keys' order: locality (a profile's) or irm
 
 
 class _Shards:
@@ -318,7 +327,7 @@ async def _run_process(config: DriveConfig, process: int,
     """Prepare everything that costs time (keys' first block, connections, slot map, the
     hash kernels), then ask ``when_ready`` for the start instant (an awaitable of epoch
     seconds), so no arrival is late because of setup."""
-    keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+    keys = config.key_source()
     target = config.target()
     recorder = Recorder()
     loop_fn = _open_loop if config.closed_users is None else _closed_loop
@@ -411,7 +420,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         The target is unreachable (checked before the run starts) or the keys are bad.
     """
     config.check_schedulable()
-    keys = load_keys(config.keys, seed=config.seed, read_ratio=config.read_ratio)
+    keys = config.key_source()
     target = config.target()
 
     async def reachable() -> None:
@@ -507,7 +516,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
                else stopped if stopped is not None else time.time() - start_epoch)
     after = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
-                       interrupted, (before, after))
+                       interrupted, (before, after), key_order=keys.order)
 
 
 def default_processes() -> int:

@@ -213,21 +213,12 @@ def plan_workload(
         if profile is None or profile.locality is None:
             raise InputError("--order locality needs a profile with a locality section "
                              "(hotshard profile of event rows writes one)")
-        from hotshard.workload.locality_order import locality_positions
+        from hotshard.workload.locality_order import profile_positions
 
-        classes = chosen["*"].classes
         # the correction pulls distances toward production's, which a rescaled key space
         # no longer has: there the reuse times alone
-        rescaled = keys is not None
-        timeline = None
-        if profile.timelines is not None:
-            from hotshard.workload.locality_order import head_warp
-
-            timeline = head_warp(profile.timelines, profile.arrivals)
-        positions = locality_positions(classes.key_weight, classes.sizes, int(events),
-                                       profile.locality, float(profile.locality.events),
-                                       int(seed), corrections=0 if rescaled else 1,
-                                       timeline=timeline)
+        positions = profile_positions(profile, chosen["*"], int(events), int(seed),
+                                      rescaled=keys is not None, shaped=shaped)
     if profile is not None:
         made["arrivals"] = "profile" if shaped else "poisson"
         made["order"] = "irm" if order == "auto" else order

@@ -348,3 +348,21 @@ def head_warp(timelines, arrivals) -> tuple[NDArray[np.float64], NDArray[np.floa
     cum = np.concatenate([[0.0], np.cumsum(arrivals.counts)]) / max(arrivals.events, 1)
     bin_edges = np.arange(cum.size) * arrivals.resolution_s  # from the same first request
     return u, np.interp(edges * timelines.seconds, bin_edges, cum)
+
+
+def profile_positions(profile, sampler, events: int, seed: int, *, rescaled: bool = False,
+                      shaped: bool = False) -> NDArray[np.int64]:
+    """Key positions of an ``events``-long stream in the locality order of ``profile`` (which
+    must have a locality section), for ``sampler`` = ``from_profile(profile)``: the one recipe
+    of ``generate --order locality`` and ``drive --order locality``. Head keys follow their
+    timelines when the profile has them; ``shaped``: the run's arrivals follow the profile's
+    per-minute shape (else the run is even in time, and a timeline's windows are even too).
+    ``rescaled``: the key space was scaled (``--keys``), where the correction toward
+    production's stack distances no longer applies."""
+    timeline = None
+    if profile.timelines is not None:
+        timeline = head_warp(profile.timelines, profile.arrivals if shaped else None)
+    classes = sampler.classes
+    return locality_positions(classes.key_weight, classes.sizes, int(events), profile.locality,
+                              float(profile.locality.events), int(seed),
+                              corrections=0 if rescaled else 1, timeline=timeline)
