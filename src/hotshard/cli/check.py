@@ -66,38 +66,48 @@ def _text(report) -> str:
 @click.option("--key", metavar="COL",
               help="Column of the test's keys [default: the one production was profiled by, "
                    "else channel_id (hotshard generate's), else a one-column file's].")
+@click.option("--time", "time_col", metavar="COL",
+              help="Column of the test's event times, to compare its burstiness with "
+                   "production's arrivals [default: timestamp (hotshard generate's) when "
+                   "production's profile has arrivals and the test has that column].")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
               help="Add the hot-shard check: both placed by this store's partitioner.")
 @click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards for --partitioner.")
 @partitioner_options
 @click.option("--cache-size", type=click.IntRange(min=1), metavar="C",
-              help="Add LRU hit rates (Che's approximation) at C entries for both.")
+              help="Add LRU hit rates at C entries for both: each one's measured LRU "
+                   "curve in its own order when both profiles have one, else Che's "
+                   "approximation.")
 @click.option("--threshold", "thresholds", type=ThresholdSpec(), multiple=True,
               help="Override a threshold, e.g. head_fail=0.4 (repeatable); names and reasons "
                    "in the README.")
 @click.option("--allow-disjoint", is_flag=True,
               help="Compare even when the test carries none of production's head keys.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def check(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
-          allow_disjoint, as_json, cache_size, **layout):
+def check(test_inputs, production_path, key, time_col, partitioner, shards, key_type,
+          thresholds, allow_disjoint, as_json, cache_size, **layout):
     """Check a load test's keys against production's profile, before the test runs.
 
     TEST is the test's key stream (any input hotshard profile reads: Parquet, CSV, JSON
     lines, globs; profiled the same way) or a profile of it. Each check gets a verdict with
     its numbers: head coverage (production's hot keys at their share), top-1% and top-10
-    shares, tail exponent, working set (and LRU hit rates with --cache-size), and with
-    --partitioner the hottest shard against production's. Exit status 1 when the test would
-    hide a hot key or a hot shard (a check fails), 0 otherwise (warnings included), 2 on bad
-    input. When production has no semantic hot spot, uniform test keys pass, with the reason.
+    shares, tail exponent, working set (and LRU hit rates with --cache-size), with
+    --partitioner the hottest shard against production's, and when production's profile has
+    arrivals (profile --time) the test's burstiness (index of dispersion from 1 s to 60 s;
+    a test smoother than production understates its p99). Exit status 1 when the test would
+    hide a hot key, a hot shard or production's bursts (a check fails), 0 otherwise
+    (warnings included), 2 on bad input. When production has no semantic hot spot, uniform
+    test keys pass, with the reason.
 
     \b
     Examples:
       hotshard check test-keys.parquet --against prod.profile.json -p kafka -n 64
       hotshard check 'load/*.csv' --key channel_id --against prod.profile.json --json
       hotshard check test.profile.json --against prod.profile.json --cache-size 100000
+      hotshard check replay.parquet --key lbn --time time --against prod.profile.json
     """
     try:
-        _run(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
+        _run(test_inputs, production_path, key, time_col, partitioner, shards, key_type, thresholds,
              allow_disjoint, as_json, cache_size, layout)
     except (HotshardError, click.UsageError) as exc:
         if as_json:  # a pipeline reading stdout gets an answer too (exit status 2 as ever)
@@ -106,7 +116,7 @@ def check(test_inputs, production_path, key, partitioner, shards, key_type, thre
         raise
 
 
-def _run(test_inputs, production_path, key, partitioner, shards, key_type, thresholds,
+def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_type, thresholds,
          allow_disjoint, as_json, cache_size, layout):
     from hotshard.compare.check import Thresholds, profile_test
     from hotshard.compare.check import check as run_check
@@ -125,7 +135,8 @@ def _run(test_inputs, production_path, key, partitioner, shards, key_type, thres
         part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
     elif shards is not None:
         raise click.UsageError("--shards goes with --partitioner")
-    test, counts = profile_test(test_inputs, production=production, key=key, partitioner=part)
+    test, counts = profile_test(test_inputs, production=production, key=key, partitioner=part,
+                                time_col=time_col)
     report = run_check(test, production, partitioner=part, cache_size=cache_size,
                        thresholds=limits, test_counts=counts, allow_disjoint=allow_disjoint)
     if as_json:
