@@ -315,7 +315,8 @@ def test_to_dict_is_strict_json_with_every_key(small):
     d = diff(*small, movers=3)
     doc = json.loads(json.dumps(d.to_dict(), allow_nan=False))
     assert set(doc) == {"a", "b", "top", "common_head_keys", "stayed", "entered", "left",
-                        "risers", "fallers", "unclear", "shares", "tail", "shards", "notes"}
+                        "risers", "fallers", "unclear", "shares", "tail", "shards", "windows",
+                        "notes"}
     assert doc["a"]["events"] == int(small[0].events)
     assert len(doc["risers"]) <= 3
     row = doc["entered"][0]
@@ -325,6 +326,7 @@ def test_to_dict_is_strict_json_with_every_key(small):
                    "change_exact": False, "direction": "up"}
     assert set(doc["shares"]) == {"top1", "top10", "top1pct"}
     assert doc["shards"] is None
+    assert doc["windows"] is None  # no timelines without a time column
 
 
 def test_plot_writes_a_png_and_an_svg(tmp_path, small):
