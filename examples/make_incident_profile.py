@@ -122,12 +122,33 @@ MESSAGE_TEXT_BYTES = {"0.5": 40, "0.9": 240, "0.99": 900}
 # after a hiccup). The script models the per-second rate as MEAN_RPS * exp(RATE_LOG_SD * x_t),
 # renormalised, with x_t a unit-variance AR(1) process whose correlation decays over
 # RATE_CORRELATION_SECONDS, and deals TOTAL_REQUESTS to the seconds by that rate.
-# A log-standard deviation of 0.15 (one-sigma swings of about 15%) gives a p99 second about 1.4x
-# the mean: busy, yet still below the 5000 req/s at which the incident's load test passed, so
-# that (as in the incident) the rate alone cannot explain production's 800 ms p99; the keys do.
-RATE_LOG_SD = 0.15
+# How large those swings were is read off the incident itself: the hot shard sat at 95% CPU over
+# the hour with a p99 of 800 ms. A shard at 95% is saturated by any minute 5% busier than the
+# mean, and a saturated minute backs its queue up by seconds (the simulator shows p99s of tens
+# of seconds with one-sigma swings of 15%), so production's hour was steady at the minute
+# scale: a log-standard deviation of 0.02 (swings of about 2%). Its busy seconds came from the
+# waves below, which put the p99 second about 1.25x the mean: still below the 5000 req/s at
+# which the incident's load test passed, so that (as in the incident) the rate alone cannot
+# explain production's 800 ms p99; the keys do.
+RATE_LOG_SD = 0.02
 # Swings last about a minute: the time for a crowd to arrive at, or leave, a moment.
 RATE_CORRELATION_SECONDS = 60.0
+
+# Inside the minute-scale swings, live chat reacts to the stream in waves (a goal, a joke, a
+# streamer's call to action): 30% of the time the rate runs 20% above its mean, in cycles of
+# about 5 s (an on/off Markov-modulated process: spells of each state drawn exponential with
+# means WAVE_ON_FRACTION x WAVE_CYCLE_SECONDS and the rest of the cycle). A load generator's
+# requests are Poisson; this burstiness is what turns a 95%-busy shard's ~90 ms queue into
+# ~800 ms at p99 (Kingman: the wait scales with the arrivals' variability at the same
+# utilisation). The script builds the rate at ARRIVAL_CELL_SECONDS resolution (the profile's
+# finest burstiness scale), deals TOTAL_REQUESTS to the cells, spreads each cell's requests
+# uniformly in it, and measures the timestamps as ``hotshard profile --time`` does: the
+# profile's ``arrivals`` section (per-minute counts, index of dispersion from 10 ms to 1 h, the
+# fitted cascade) is what `hotshard simulate --scenario incident-production` replays.
+WAVE_BURST = 1.2
+WAVE_ON_FRACTION = 0.3
+WAVE_CYCLE_SECONDS = 5.0
+ARRIVAL_CELL_SECONDS = 0.01
 
 # The event: one channel carries this share of all requests in the hour, alone. Record
 # single-channel events (a charity boxing night, an esports final) have drawn over 3 million
@@ -139,6 +160,13 @@ EVENT_SHARE = 0.30
 # ordinary day too, and is a different key (so usually on another shard) from the everyday top
 # channel, which stays hot during the event as well.
 EVENT_CHANNEL_RANK = 20
+# When the event's audience is there, by 5-minute window of the hour (the profile's 12 timeline
+# windows), relative to its peak: viewers arrive over the first quarter hour before the main
+# card, stay through it, and drift away after. Scaled so that the hour's average is EVENT_SHARE
+# (the peak windows then carry ~45%); the other channels lose what the event takes, window by
+# window. The event profile's ``timelines`` section records it, so the event channel is hot
+# when it was hot, not a steady 30% all hour.
+EVENT_AUDIENCE = (0.15, 0.45, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.6, 0.35, 0.2)
 
 # Head size: channels kept by name with exact counts (hotshard profile's default --top-k).
 TOP_K = 500
@@ -155,7 +183,7 @@ HERE = Path(__file__).resolve().parent
 
 # Independent random streams spawned from the seed, one per random part, so changing one part
 # never shifts another's draws.
-_STREAMS = ("channel_ids", "requests", "operations", "event", "rate")
+_STREAMS = ("channel_ids", "requests", "operations", "event", "rate", "timelines")
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -218,24 +246,66 @@ def event_traffic(everyday: Traffic, rng: np.random.Generator) -> Traffic:
     return Traffic(everyday.channel_ids, counts)
 
 
-def rate_record(rng: np.random.Generator) -> dict:
-    """The profile's ``rate``: mean, p99 and peak of the modelled per-second request counts.
+def arrival_times(rng: np.random.Generator) -> np.ndarray:
+    """TOTAL_REQUESTS sorted request instants (s from the window's start): the per-second
+    AR(1) swings times the on/off waves, dealt to ARRIVAL_CELL_SECONDS cells, uniform in each."""
+    phi = math.exp(-1.0 / RATE_CORRELATION_SECONDS)
+    noise = rng.standard_normal(WINDOW_SECONDS)
+    noise[1:] *= math.sqrt(1.0 - phi * phi)  # stationary AR(1) with unit variance from x_0
+    per_second = np.exp(RATE_LOG_SD * lfilter([1.0], [1.0, -phi], noise))
+    # the waves: alternating exponential spells, burst first with probability WAVE_ON_FRACTION
+    means = np.array([WAVE_ON_FRACTION, 1.0 - WAVE_ON_FRACTION]) * WAVE_CYCLE_SECONDS
+    first = 0 if rng.random() < WAVE_ON_FRACTION else 1
+    spells = 2 * int(WINDOW_SECONDS / WAVE_CYCLE_SECONDS * 1.5 + 16)
+    state = (first + np.arange(spells)) % 2
+    ends = np.cumsum(rng.standard_exponential(spells) * means[state])
+    assert ends[-1] > WINDOW_SECONDS  # 1.5x the expected cycles: short by ~10 sigma at most
+    cells = int(round(WINDOW_SECONDS / ARRIVAL_CELL_SECONDS))
+    middle = (np.arange(cells) + 0.5) * ARRIVAL_CELL_SECONDS
+    in_burst = state[np.searchsorted(ends, middle)] == 0
+    quiet = (1.0 - WAVE_BURST * WAVE_ON_FRACTION) / (1.0 - WAVE_ON_FRACTION)
+    weights = per_second[(middle // 1.0).astype(np.int64)] * np.where(in_burst, WAVE_BURST,
+                                                                       quiet)
+    counts = rng.multinomial(TOTAL_REQUESTS, weights / weights.sum())
+    starts = np.repeat(np.arange(cells) * ARRIVAL_CELL_SECONDS, counts)
+    return np.sort(starts + rng.random(starts.size) * ARRIVAL_CELL_SECONDS)
+
+
+def rate_record(times: np.ndarray) -> dict:
+    """The profile's ``rate``: mean, p99 and peak of the per-second request counts.
 
     Computed as ``hotshard profile --time`` computes it from event timestamps: the 99th
     percentile (nearest rank) and the maximum of the window's per-second counts.
     """
-    phi = math.exp(-1.0 / RATE_CORRELATION_SECONDS)
-    noise = rng.standard_normal(WINDOW_SECONDS)
-    noise[1:] *= math.sqrt(1.0 - phi * phi)  # stationary AR(1) with unit variance from x_0
-    x = lfilter([1.0], [1.0, -phi], noise)
-    weights = np.exp(RATE_LOG_SD * x)
-    per_second = rng.multinomial(TOTAL_REQUESTS, weights / weights.sum())
+    per_second = np.bincount(np.minimum(times.astype(np.int64), WINDOW_SECONDS - 1),
+                             minlength=WINDOW_SECONDS)
     return {
         "mean_rps": TOTAL_REQUESTS / WINDOW_SECONDS,
         "p99_rps": float(np.quantile(per_second, 0.99, method="inverted_cdf")),
         "peak_rps": float(per_second.max()),
         "seconds": WINDOW_SECONDS,
     }
+
+
+def event_timelines(profile: Profile, times: np.ndarray, event_id: int,
+                    rng: np.random.Generator):
+    """The event profile's ``timelines``: the event channel's requests over the 12 windows by
+    EVENT_AUDIENCE x the window's traffic, every other head channel's by what the event left
+    of each window (a multinomial split of its exact count, so each row sums to it)."""
+    from hotshard.profile.timelines import Timelines
+
+    windows = len(EVENT_AUDIENCE)
+    per_window = np.bincount(np.minimum((times * windows / WINDOW_SECONDS).astype(np.int64),
+                                        windows - 1), minlength=windows).astype(np.float64)
+    head_ids = [int(k) for k in profile.dist.head_keys]
+    head_counts = np.asarray(profile.dist.head_counts, dtype=np.int64)
+    event = head_ids.index(event_id)
+    audience = np.asarray(EVENT_AUDIENCE) * per_window
+    event_row = rng.multinomial(int(head_counts[event]), audience / audience.sum())
+    left = np.maximum(per_window - event_row, 0.0)
+    rows = np.stack([rng.multinomial(int(c), left / left.sum()) for c in head_counts])
+    rows[event] = event_row
+    return Timelines(WINDOW_START.timestamp(), float(WINDOW_SECONDS), rows.astype(np.int64))
 
 
 def size_quantiles() -> dict[str, float]:
@@ -249,11 +319,15 @@ def _stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_profile(traffic: Traffic, *, rate: dict, variant: str, seed: int,
-                  workdir: Path) -> Profile:
-    """Profile the traffic's (channel_id, op, n) rows with ``count_profile``, add sizes and rate."""
+def build_profile(traffic: Traffic, *, times: np.ndarray, variant: str, seed: int,
+                  workdir: Path, timelines_rng: np.random.Generator | None = None) -> Profile:
+    """Profile the traffic's (channel_id, op, n) rows with ``count_profile``, then add what
+    counts cannot carry: sizes, the rate and arrivals measured from ``times``, and (with
+    ``timelines_rng``, the event variant) the head channels' timelines."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from hotshard.profile.arrivals import measure_arrivals
 
     n_ops = len(OPERATIONS)
     counts = traffic.counts.ravel()
@@ -275,7 +349,11 @@ def build_profile(traffic: Traffic, *, rate: dict, variant: str, seed: int,
         "window": {"start": _stamp(WINDOW_START), "end": _stamp(end)},
     }
     profile = dataclasses.replace(profile, source=source, sizes={"quantiles": size_quantiles()},
-                                  rate=rate)
+                                  rate=rate_record(times), arrivals=measure_arrivals(times))
+    if timelines_rng is not None:
+        event_id = int(traffic.channel_ids[EVENT_CHANNEL_RANK - 1])
+        profile = dataclasses.replace(profile, timelines=event_timelines(
+            profile, times, event_id, timelines_rng))
     return Profile.from_dict(profile.to_dict())  # the validation a loaded file gets
 
 
@@ -338,13 +416,15 @@ def make(out_dir: Path | str = HERE, seed: int = SEED) -> tuple[float, list[Made
     s = solve_zipf_exponent()
     everyday = everyday_traffic(s, streams)
     event = event_traffic(everyday, streams["event"])
-    rate = rate_record(streams["rate"])  # the same hour's rate for both: the same traffic
+    times = arrival_times(streams["rate"])  # the same hour's arrivals for both
     made = []
     with tempfile.TemporaryDirectory(prefix="hotshard-incident-") as tmp:
         for traffic, name, variant in ((everyday, EVERYDAY_FILE, "everyday"),
                                        (event, EVENT_FILE, "event")):
-            profile = build_profile(traffic, rate=rate, variant=variant, seed=seed,
-                                    workdir=Path(tmp))
+            profile = build_profile(traffic, times=times, variant=variant, seed=seed,
+                                    workdir=Path(tmp),
+                                    timelines_rng=streams["timelines"] if variant == "event"
+                                    else None)
             path = out / name
             profile.save(path)
             made.append(_made(path, profile, traffic, event=variant == "event"))

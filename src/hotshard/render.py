@@ -201,6 +201,10 @@ def prediction_summary(pred) -> str:
     return "\n".join(lines)
 
 
+_ORDER_TEXT = {"locality": " in production's order",
+               "irm+timelines": ", head keys on their timelines"}
+
+
 def simulation_summary(result) -> str:
     """`hotshard simulate`: latency percentiles, the hottest shards against the median one."""
     from hotshard.workload.scenario import format_duration
@@ -211,7 +215,8 @@ def simulation_summary(result) -> str:
         return f"{n:,} {word}{'' if n == 1 else 's'}"
 
     lines = [f"Simulated {format_duration(result.duration)} at {result.rps:,.4g} req/s "
-             f"({plural(result.requests, 'request')}, {result.key_generator} keys) on "
+             f"({plural(result.requests, 'request')}, {result.key_generator} keys"
+             f"{_ORDER_TEXT.get(result.key_order, '')}) on "
              f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each"]
     lines.append(f"  service {_spec_text(m.service.to_dict())}; arrivals "
                  f"{_spec_text(m.arrivals.to_dict())}; reads {result.reads}")
@@ -254,9 +259,19 @@ def simulation_summary(result) -> str:
     return "\n".join(lines)
 
 
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds * 1000:g} ms" if seconds < 1 else f"{seconds:g} s"
+
+
 def _spec_text(spec: dict) -> str:
     """A service or arrival model's dict in words; seconds (``*_s``) shown as ms or s."""
     kind = spec.get("kind", "")
+    if kind == "profile":  # production's measured arrivals: its burstiness in one phrase
+        idc = {float(k): v for k, v in spec.get("idc", {}).items()}
+        shown = ", ".join(f"{_seconds_text(k)} {v:.3g}" for k, v in sorted(idc.items())
+                          if k in (1.0, 10.0, 60.0))
+        return ("the profile's measured rate shape and bursts"
+                + (f" (index of dispersion {shown})" if shown else ""))
     parts = []
     for key, value in spec.items():
         if key == "kind" or isinstance(value, list | dict):

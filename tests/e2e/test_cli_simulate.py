@@ -55,7 +55,7 @@ def test_the_mitigations_bring_p99_under_100_ms(incident):
 def test_explicit_options_override_the_scenario():
     doc = _simulate("--scenario", "incident-production", "--duration", "2m", "--rps", "1000")
     assert doc["duration_s"] == 120 and doc["rate_rps"] == 1000
-    assert doc["simulation"]["model"]["arrivals"]["kind"] == "onoff"  # the scenario's still
+    assert doc["simulation"]["model"]["arrivals"]["kind"] == "profile"  # the scenario's still
 
 
 def test_text_summary_and_files(tmp_path):

@@ -93,7 +93,10 @@ def test_generate_refuses_arrivals_a_profile_does_not_have(tmp_path):
     assert res.returncode == 2  # a trace is not a profile: one line
     from tests.conftest import ROOT
 
-    res = run_cli("generate", str(ROOT / "examples" / "incident.profile.json"), "--events",
+    doc = json.loads((ROOT / "examples" / "incident.profile.json").read_text())
+    del doc["arrivals"]  # a profile made from counts, or before the section existed
+    (tmp_path / "counts.json").write_text(json.dumps(doc))
+    res = run_cli("generate", str(tmp_path / "counts.json"), "--events",
                   "100", "--arrivals", "profile", "-o", str(tmp_path / "x.parquet"))
     assert res.returncode == 2 and "needs a profile with an arrivals section" in res.stderr
 
@@ -157,15 +160,19 @@ def test_drive_schedule_follows_the_profiles_shape(tmp_path):
 
     path = str(shared("traces", "cloudphysics.parquet"))
     model = count_profile([path], key="lbn", time_col="time").arrivals
-    schedule = Schedule(300.0, 60.0, "profile", seed=3, model=model)
+    schedule = Schedule(60.0, 300.0, "profile", seed=3, model=model)
     times = np.concatenate([t for _, t in schedule.blocks()])
     assert times.size == 18_000 and np.all(np.diff(times) >= 0)
-    assert times.min() >= 0 and times.max() < 60.0
-    # every bin of the shape, stretched to the run, holds its share exactly
-    width = 60.0 / model.counts.size
-    per_bin = np.bincount(np.minimum((times / width).astype(int), model.counts.size - 1),
-                          minlength=model.counts.size)
-    assert np.array_equal(per_bin, _round_keys(model.counts.astype(float), 18_000))
+    assert times.min() >= 0 and times.max() < 300.0
+    # in real time: the run's bin b is the profile's bin b, scaled to the run's rate (the
+    # last one cut where the run ends), each holding its share exactly
+    res = model.resolution_s
+    n_bins = int(np.ceil(300.0 / res))
+    widths = np.minimum(res, 300.0 - np.arange(n_bins) * res)
+    per_bin = np.bincount(np.minimum((times // res).astype(int), n_bins - 1),
+                          minlength=n_bins)
+    want = model.counts[np.arange(n_bins) % model.counts.size] * widths / res
+    assert np.array_equal(per_bin, _round_keys(want.astype(float), 18_000))
     # the same arrivals whatever the process split
     two = sorted(np.concatenate([t for _, t in schedule.for_process(p, 2)]).tolist()
                  for p in (0, 1))
@@ -175,9 +182,11 @@ def test_drive_schedule_follows_the_profiles_shape(tmp_path):
 def test_drive_refuses_profile_arrivals_without_them(tmp_path):
     from tests.conftest import ROOT
 
-    res = run_cli("drive", "http://127.0.0.1:9", "--keys",
-                  str(ROOT / "examples" / "incident.profile.json"), "--rps", "10",
-                  "--arrivals", "profile")
+    doc = json.loads((ROOT / "examples" / "incident.profile.json").read_text())
+    del doc["arrivals"]  # a profile made from counts, or before the section existed
+    (tmp_path / "counts.json").write_text(json.dumps(doc))
+    res = run_cli("drive", "http://127.0.0.1:9", "--keys", str(tmp_path / "counts.json"),
+                  "--rps", "10", "--arrivals", "profile")
     assert res.returncode == 2 and "has no arrivals section" in res.stderr
     res = run_cli("drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10",
                   "--arrivals", "profile")

@@ -23,7 +23,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
               default="poisson", show_default=True,
               help="Arrival process: independent users, evenly spaced, or profile: "
                    "production's per-minute rate shape and burstiness from the --keys "
-                   "profile's arrivals section, stretched to --duration at mean --rps.")
+                   "profile's arrivals section in real time (the run's minute m is the "
+                   "profile's minute m) at mean --rps.")
 @click.option("--order", type=click.Choice(["auto", "locality", "irm"]), default="auto",
               show_default=True,
               help="A profile's keys in production's order (locality: each key's reuse as "

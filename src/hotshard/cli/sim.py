@@ -10,8 +10,8 @@ from hotshard.cli._console import note
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
 # simulate's options that a scenario may set (explicit flags win over the scenario's values)
-_SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "shards", "partitioner",
-                  "workers", "service", "split_hot", "replicas", "coalesce")
+_SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "order", "shards",
+                  "partitioner", "workers", "service", "split_hot", "replicas", "coalesce")
 
 
 @click.command()
@@ -33,14 +33,22 @@ _SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "shards", "p
               help="Service time per request: exp:MEAN, lognormal:MEAN:P99, const:VALUE, "
                    "file:PATH (milliseconds unless suffixed s/ms/us) [default: exp:5.25ms].")
 @click.option("--arrivals", metavar="SPEC",
-              help="Arrival process: poisson, onoff:BURST:ON_FRACTION:PERIOD (bursty), "
-                   "trace:PATH (requests per second, one a line) [default: poisson].")
+              help="Arrival process: profile (the profile's measured rate shape and "
+                   "burstiness), poisson, onoff:BURST:ON_FRACTION:PERIOD (bursty), trace:PATH "
+                   "(requests per second, one a line) [default: auto: the profile's when it "
+                   "has an arrivals section, else poisson].")
+@click.option("--order", type=click.Choice(["auto", "locality", "irm"]),
+              help="Keys in production's order (locality: the profile's reuse, head keys hot "
+                   "when they were hot; caches then simulated request by request) or "
+                   "independent draws (irm; caches by Che's approximation) [default: auto: "
+                   "locality when the profile has a locality section].")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
               help="A big event: SHARE of all requests go to KEY between START and END "
                    "(e.g. 4711:0.3:10m:40m). Repeatable.")
 @click.option("--cache-size", type=click.IntRange(min=0), default=0, show_default=True,
-              help="LRU entries in a cache in front of each shard (hit rates by Che's "
-                   "approximation from the keys' popularity); reads only.")
+              help="LRU entries in a cache in front of each shard: simulated on each shard's "
+                   "stream when keys come in production's order, else by Che's approximation "
+                   "from the keys' popularity; reads hit, every request refreshes.")
 @click.option("--hit-ms", type=click.FloatRange(min=0), default=0.5, show_default=True,
               help="Latency of a cache hit, ms.")
 @click.option("--split-hot", type=SplitSpec(), metavar="K:S",
@@ -65,8 +73,8 @@ _SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "shards", "p
 @click.option("--plot", metavar="IMAGE",
               help="Draw per-shard CPU and latency percentiles to a .png, .svg or .pdf file.")
 def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, workers, service,
-             arrivals, hot_events, cache_size, hit_ms, split_hot, replicas, cache_hit, hot_keys,
-             coalesce, read_share, seed, as_json, output, plot):
+             arrivals, order, hot_events, cache_size, hit_ms, split_hot, replicas, cache_hit,
+             hot_keys, coalesce, read_share, seed, as_json, output, plot):
     """Simulate the sharded service: per-shard CPU, queues and latency percentiles.
 
     Every request of the window is drawn (arrival time, key, read or write), placed on its
@@ -163,6 +171,8 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
     if k > head:
         note(f"only the {head} head keys have names to split: splitting those, not {k}"
              if head else "classic distributions have no named head keys: nothing is split")
+    for text in ready.notes:
+        note(text)
     arrivals = ready.model.arrivals
     if hasattr(arrivals, "mean_rate"):  # a rate trace: its own rates and length unless told
         if "rps" not in given:
@@ -183,7 +193,7 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
     return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
                     model=ready.model, mitigations=ready.mitigations, read_share=read_share,
                     op_mix=op_mix, hot_events=hot_events, rng=seed, label=label,
-                    key_generator=ready.key_generator)
+                    key_generator=ready.key_generator, key_order=ready.key_order)
 
 
 def _check_events(events, duration) -> None:

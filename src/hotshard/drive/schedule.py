@@ -37,7 +37,7 @@ class Schedule:
     duration : seconds, > 0 (the ramp is part of it).
     arrivals : "poisson" (independent users, the default), "constant" (evenly spaced), or
         "profile": production's rate shape and burstiness (``model``, a profile's arrivals
-        section) stretched to ``duration`` at mean ``rate``.
+        section) in real time at mean ``rate``.
     ramp : seconds over which the rate grows linearly from 0 to ``rate``, in [0, duration].
     seed : the schedule's seed.
     """
@@ -120,13 +120,14 @@ class Schedule:
 
     def _profile_blocks(self) -> Iterator[tuple[int, NDArray[np.float64]]]:
         """rate x duration arrivals (rounded) with the profile's per-minute shape and
-        cascade burstiness, the window stretched to ``duration``; each bin of the shape is
-        made from its own seed, so any block is the same whoever makes it."""
+        cascade burstiness in real time (the run's minute m is the profile's minute m, its
+        bursts as long as they were); each bin of the shape is made from its own seed, so
+        any block is the same whoever makes it."""
         from hotshard.workload.profile_arrivals import CascadeArrivals
 
         total = int(round(self.rate * self.duration))
         shaped = CascadeArrivals(self.model, total, total / self.duration,  # type: ignore
-                                 self.seed)
+                                 self.seed, real_time=True)
         for first in range(0, total, BLOCK):
             rows = np.arange(first, min(first + BLOCK, total), dtype=np.int64)
             yield first, np.minimum(shaped.times(rows), np.nextafter(self.duration, 0))

@@ -33,6 +33,7 @@ __all__ = [
     "ArrivalProcess",
     "OnOffArrivals",
     "PoissonArrivals",
+    "ProfileArrivals",
     "TraceArrivals",
     "from_rate_trace",
     "on_off",
@@ -358,6 +359,46 @@ class OnOffArrivals:
     def to_dict(self) -> dict:
         return {"kind": "onoff", "burst": self.burst, "on_fraction": self.on_fraction,
                 "mean_period_s": self.mean_period}
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileArrivals:
+    """Production's measured arrivals (a profile's ``arrivals`` section) in real time: the
+    simulated minute m is the profile's minute m (round again past its window), its count
+    scaled to the mean rate, and the burstiness inside each minute from the fitted cascade
+    (``workload.profile_arrivals``), the process ``drive --arrivals profile`` sends, so a
+    simulation and a run see the same bursts. ``rate x duration`` requests exactly (rounded),
+    as the cascade deals a count."""
+
+    model: object  # hotshard.profile.arrivals.ArrivalModel
+    source: str = "profile"
+
+    def times(self, rate, duration, rng=None) -> Times:
+        from hotshard.workload.profile_arrivals import CascadeArrivals
+
+        rate = _positive(rate, "rate", "per second")
+        duration = _positive(duration, "duration", "seconds")
+        rng = np.random.default_rng(rng)
+        events = max(1, int(round(rate * duration)))
+        cascade = CascadeArrivals(self.model, events, events / duration,
+                                  int(rng.integers(0, 2**63 - 1)), real_time=True)
+        return cascade.times(np.arange(events, dtype=np.int64))
+
+    def index_of_dispersion(self, rate: float, window: float = math.inf) -> float:
+        """The measured index of dispersion at the scale nearest ``window`` (in log terms);
+        the largest measured for an infinite window."""
+        measured = {float(k): v for k, v in self.model.idc.items()}
+        if not measured:
+            return 1.0
+        w = float(window)
+        scale = max(measured) if math.isinf(w) else min(
+            measured, key=lambda k: abs(math.log(k / w)))
+        return float(measured[scale])
+
+    def to_dict(self) -> dict:
+        return {"kind": "profile", "source": self.source,
+                "resolution_s": self.model.resolution_s,
+                "idc": dict(self.model.idc)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,8 +1,14 @@
-"""LRU hit rates from key popularity: Che's approximation, on count classes.
+"""LRU hit rates: Che's approximation on count classes, or an LRU run on the stream itself.
 
-A shard's cache sees billions of distinct keys, far too many to simulate one by one, but a
-profile groups them into a few hundred classes of keys with equal request rate. Che's
-approximation needs only those rates, so a whole profile's hit rate costs microseconds.
+Under independent references a shard's cache needs only its keys' request rates: a profile
+groups them into a few hundred classes of equal rate, and Che's approximation gives the
+whole profile's hit rate in microseconds. That is the fallback. When the stream carries
+production's order (a profile's locality section, ``workload.locality_order``), the reuse
+that makes a real cache warmer than Che's is in the stream and nowhere else, so each shard's
+LRU is simulated request by request on its own substream (``lru_hits``, a compiled O(1)
+linked-list LRU: tens of millions of references a second). The whole stream's measured
+hit-rate curve cannot be read for one shard directly (a shard's cache of C entries sees only
+its own keys, hot ones included); the stream built from that measurement can.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hotshard.errors import InputError
 
-__all__ = ["CacheModel", "che_hit_rates"]
+__all__ = ["CacheModel", "che_hit_rates", "lru_hits"]
 
 # Newton/bisection on log T_C stops when the bracket is this narrow (relative precision of T_C;
 # a hit probability 1 - exp(-lam T) moves by at most 1/e times it).
@@ -202,3 +208,21 @@ def _solve_t(lam: NDArray[np.float64], m: NDArray[np.float64], capacity: float,
         else:
             x = 0.5 * (lo + hi)
     return math.exp(x)
+
+
+def lru_hits(keys: ArrayLike, capacity: int) -> NDArray[np.bool_]:
+    """Which references of ``keys`` (any integers, in time order) hit an LRU cache of
+    ``capacity`` entries that starts empty: the exact answer, one pass."""
+    keys = np.asarray(keys)
+    if capacity < 0:
+        raise InputError(f"cache capacity must be >= 0, got {capacity}")
+    if keys.size == 0 or capacity == 0:
+        return np.zeros(keys.size, dtype=bool)
+    _, dense = np.unique(keys, return_inverse=True)
+    return _lru_kernel(dense.astype(np.int64).ravel(), int(dense.max()) + 1, int(capacity))
+
+
+def _lru_kernel(ids, n_keys, capacity):
+    from hotshard.sim._lru import lru_kernel
+
+    return lru_kernel(ids, n_keys, capacity)

@@ -136,6 +136,7 @@ class SimResult:
     seed: int | None
     reads: str = ""  # how reads were chosen: by key from the profile, or a flat share
     events: tuple = ()  # the big events applied (workload.scenario.HotEvent)
+    key_order: str = "irm"  # locality: the keys came in production's order
 
     def percentiles(self) -> dict[str, float]:
         lat = self.latency_ms
@@ -156,7 +157,7 @@ class SimResult:
         extra = {"simulation": {"model": self.model.to_dict(),
                                 "mitigations": self.mitigations.to_dict(),
                                 "coalesced_reads": self.coalesced, "seed": self.seed,
-                                "reads": self.reads,
+                                "reads": self.reads, "key_order": self.key_order,
                                 "events": [{"key": e.key, "share": e.share, "start_s": e.start,
                                             "end_s": e.end} for e in self.events]}}
         return Observations(label=self.label, rate_rps=self.rps,
@@ -206,7 +207,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
              mitigations: Mitigations | None = None, read_share: float = 0.9,
              op_mix=None, hot_events=(), rng: np.random.Generator | int | None = None,
              label: str = "simulation", key_generator: str | None = None,
-             partitioner=None) -> SimResult:
+             partitioner=None, key_order=None) -> SimResult:
     """Simulate ``duration`` seconds of traffic at ``rps`` requests/s through the service.
 
     Parameters
@@ -221,6 +222,11 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     hot_events : ``workload.scenario.HotEvent`` overlays (a channel taking a share of traffic).
     rng : seed or Generator: same seed, same result.
     partitioner : a built partitioner; default ``make_partitioner(model.partitioner, shards)``.
+    key_order : ``(arrival times, duration, seed) -> key positions`` with a ``name``
+        (``scenarios.KeyOrder``: production's locality order, or draws whose head keys follow
+        their timelines), or None for independent draws. With one, ``model.cache_size``
+        caches are simulated request by request on each shard's own stream
+        (``cache.lru_hits``); without, by Che's approximation.
 
     Returns
     -------
@@ -258,7 +264,11 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
 
     arrival = np.asarray(model.arrivals.times(rps, duration, gen), dtype=np.float64)
     n = arrival.size
-    positions = np.asarray(sampler.sample(n, gen), dtype=np.int64)
+    if key_order is not None:
+        positions = np.asarray(key_order(arrival, duration, int(gen.integers(0, 2**31 - 1))),
+                               dtype=np.int64)
+    else:
+        positions = np.asarray(sampler.sample(n, gen), dtype=np.int64)
     by_key = op_mix is not None and "read" in op_mix[0]
     is_read = _reads(positions, n, read_share, op_mix if by_key else None, gen)
     reads = "by key, from the profile's operations" if by_key else f"{read_share:.0%} of requests"
@@ -276,7 +286,12 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         latency[local] = model.hit_seconds * 1000.0
         served_by_shard &= ~local
     cache_hits = np.zeros(n, dtype=bool)
-    if model.cache_size > 0:
+    if model.cache_size > 0 and key_order is not None:
+        cache_hits = served_by_shard & is_read & _shard_lru_hits(
+            shard, key_id, served_by_shard, model)
+        latency[cache_hits] = model.hit_seconds * 1000.0
+        served_by_shard &= ~cache_hits
+    elif model.cache_size > 0:
         hit_p = _shard_cache_hits(sampler, positions, shard, place, model, rps)
         cache_hits = served_by_shard & is_read & (gen.random(n) < hit_p)
         latency[cache_hits] = model.hit_seconds * 1000.0
@@ -326,7 +341,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                      latency_ms=latency, shards=tuple(results), cache_hit_rate=overall_hit,
                      coalesced=coalesced, key_generator=key_generator or _describe(sampler),
                      distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
-                     mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events))
+                     mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events),
+                     key_order="irm" if key_order is None else key_order.name)
 
 
 def _describe(sampler) -> str:
@@ -420,6 +436,23 @@ def _shard_cache_hits(sampler, positions, shard, place, model, rps) -> NDArray[n
         mine = shard == s
         hit[mine] = cache.hit_prob[class_of[mine]]
     return hit
+
+
+def _shard_lru_hits(shard, key_id, reaches, model) -> NDArray[np.bool_]:
+    """Each request's hit in its shard's LRU of ``model.cache_size`` entries, simulated on
+    the shard's own stream (every request that reaches the cache references its key: a
+    write refreshes it, as a write-through cache of recent history does)."""
+    from hotshard.sim.cache import lru_hits
+
+    hits = np.zeros(shard.size, dtype=bool)
+    rows = np.flatnonzero(reaches)
+    order = rows[np.argsort(shard[rows], kind="stable")]
+    bounds = np.searchsorted(shard[order], np.arange(model.shards + 1))
+    for s in range(model.shards):
+        mine = order[bounds[s]:bounds[s + 1]]
+        if mine.size:
+            hits[mine] = lru_hits(key_id[mine], model.cache_size)
+    return hits
 
 
 def _class_table(sampler) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "prepare", "run_scenario", "scenario"]
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -28,11 +30,12 @@ INCIDENT_SERVICE = {
     # 5000 req/s runs at rho ~ 0.41, whose M/M/1 p99 is ln(100) x 5.25 ms / 0.59 ~ 41 ms
     "service": "exp:5.25ms",
 }
-# Live chat reacts to the stream in waves: 30% of the time the rate runs 20% above its mean,
-# in cycles of ~5 s (an on/off Markov-modulated Poisson process). A load generator's requests
-# are Poisson. This burstiness is what turns a 95%-busy shard's ~90 ms queue into ~800 ms at p99
+# Production's arrivals are the incident profile's own (its ``arrivals`` section: per-minute
+# swings and live chat's waves, measured from the timestamps examples/make_incident_profile.py
+# makes, where each parameter is named and explained); a load generator's requests are
+# Poisson. That burstiness is what turns a 95%-busy shard's ~90 ms queue into ~800 ms at p99
 # (Kingman: the wait scales with the arrivals' variability at the same utilisation).
-LIVE_CHAT_ARRIVALS = "onoff:1.2:0.3:5s"
+PRODUCTION_ARRIVALS = "profile"
 # The mitigations the incident's fix would combine, as predict's what-ifs name them: the ten
 # hottest channels split over 8 time-bucket sub-partitions, reads over 2 replicas, identical
 # in-flight reads coalesced.
@@ -58,11 +61,11 @@ SCENARIOS = {
         Scenario("incident-production",
                  "production: the incident profile at 3000 req/s, bursty live-chat arrivals",
                  {"profile": "incident.profile.json", "rps": 3000.0, "duration": 3600.0,
-                  "arrivals": LIVE_CHAT_ARRIVALS, **INCIDENT_SERVICE}),
+                  "arrivals": PRODUCTION_ARRIVALS, **INCIDENT_SERVICE}),
         Scenario("incident-mitigated",
                  "production with hot channels split, read replicas and read coalescing",
                  {"profile": "incident.profile.json", "rps": 3000.0, "duration": 3600.0,
-                  "arrivals": LIVE_CHAT_ARRIVALS, **INCIDENT_SERVICE,
+                  "arrivals": PRODUCTION_ARRIVALS, **INCIDENT_SERVICE,
                   **INCIDENT_MITIGATIONS}),
     )
 }
@@ -83,7 +86,8 @@ def example_path(name: str) -> Path:
 
 
 DEFAULTS = {"rps": 3000.0, "duration": 600.0, "shards": 64, "partitioner": "kafka",
-            "workers": 1, "service": "exp:5.25ms", "arrivals": "poisson", "replicas": 1,
+            "workers": 1, "service": "exp:5.25ms", "arrivals": "auto", "order": "auto",
+            "replicas": 1,
             "coalesce": False, "split_hot": None, "dist": None, "profile": None,
             "cache_size": 0, "hit_ms": 0.5, "cache_hit": 0.0, "hot_keys": 10}
 
@@ -98,13 +102,84 @@ class Prepared:
     op_mix: object
     key_generator: str
     profile: object
+    key_order: object = None     # (n, seed) -> positions in production's order, or None
+    notes: tuple[str, ...] = ()  # what the user should know (a profile without time sections)
+
+
+def _arrivals(spec: str, profile) -> object:
+    """``auto``: a profile's measured arrivals when it has them, else Poisson; ``profile``:
+    the profile's, required; anything else a ``parse_arrivals`` spec."""
+    from hotshard.errors import InputError
+    from hotshard.sim.arrivals import ProfileArrivals, parse_arrivals
+
+    if spec in ("auto", "profile"):
+        if profile is not None and profile.arrivals is not None:
+            return ProfileArrivals(profile.arrivals)
+        if spec == "profile":
+            raise InputError("--arrivals profile needs a profile with an arrivals section "
+                             "(hotshard profile ... --time COL writes one)")
+        return parse_arrivals("poisson")
+    return parse_arrivals(spec)
+
+
+@dataclass(frozen=True)
+class KeyOrder:
+    """How a profile's keys are laid out in the simulated stream: ``name`` (locality, or
+    irm+timelines) and ``make(times, duration, seed) -> positions``."""
+
+    name: str
+    make: object
+
+    def __call__(self, times, duration: float, seed: int):
+        return self.make(times, duration, seed)
+
+
+def _key_order(order: str, profile, sampler, shaped: bool) -> KeyOrder | None:
+    """Production's order (the locality section, head keys on their timelines), or
+    independent draws whose head keys follow their timelines; None: plain draws."""
+    from hotshard.errors import InputError
+
+    if order not in ("auto", "locality", "irm"):
+        raise InputError(f"order must be auto, locality or irm, got {order!r}")
+    has = profile is not None and profile.locality is not None
+    if order == "locality" and not has:
+        raise InputError("--order locality needs a profile with a locality section "
+                         "(hotshard profile of event rows writes one)")
+    if has and order != "irm":
+        def locality(times, duration, seed):
+            from hotshard.workload.locality_order import fits_in_memory, profile_positions
+
+            n = int(times.size)
+            if not fits_in_memory(n, sampler.n_keys):
+                raise InputError(f"ordering {n:,} requests over {sampler.n_keys:,} keys by "
+                                 "locality does not fit in memory: simulate a shorter "
+                                 "window, or give --order irm")
+            return profile_positions(profile, sampler, n, seed, shaped=shaped)
+
+        return KeyOrder("locality", locality)
+    if profile is not None and profile.timelines is not None:
+        from hotshard.workload.timeline_draws import timeline_positions, window_events
+
+        per_window = window_events(profile.timelines, profile.arrivals, profile.events)
+
+        def timed(times, duration, seed):
+            return timeline_positions(sampler, profile.timelines, per_window,
+                                      np.asarray(times) / duration,
+                                      np.random.default_rng(seed))
+
+        return KeyOrder("irm+timelines", timed)
+    return None
 
 
 def prepare(options: dict) -> Prepared:
     """Parse options (``DEFAULTS`` keys; ``profile`` a path, ``dist`` a spec with an optional
-    ``{channels}`` placeholder for the incident's channel count) into simulate's inputs."""
+    ``{channels}`` placeholder for the incident's channel count) into simulate's inputs.
+
+    A profile's time sections are used when present: ``arrivals`` (``auto``) its measured
+    arrival process, ``order`` (``auto``) its locality order, whose head keys follow their
+    timelines; a profile without them is simulated with independent keys (and Poisson
+    arrivals unless told), and a note says so."""
     from hotshard.profile.model import Profile
-    from hotshard.sim.arrivals import parse_arrivals
     from hotshard.sim.model import Mitigations, ServiceModel
     from hotshard.sim.service import parse_service
     from hotshard.workload.generate import parse_dist
@@ -124,15 +199,26 @@ def prepare(options: dict) -> Prepared:
             spec = spec.format(channels=int(channels))
         sampler = parse_dist(spec)
         generator = spec.split(":")[0]
+    arrivals = _arrivals(str(o["arrivals"]), profile)
+    key_order = _key_order(str(o["order"]), profile, sampler,
+                           shaped=type(arrivals).__name__ == "ProfileArrivals")
+    notes = []
+    if profile is not None and profile.locality is None and o["order"] == "auto":
+        notes.append("the profile has no locality section: keys are drawn independently, so "
+                     "a cache sees less reuse than production's (profile event rows to keep "
+                     "their order)")
+    if profile is not None and profile.arrivals is None and o["arrivals"] == "auto":
+        notes.append("the profile has no arrivals section: arrivals are Poisson, smoother than "
+                     "production's (profile with --time to measure them, or give --arrivals)")
     model = ServiceModel(shards=o["shards"], partitioner=o["partitioner"], workers=o["workers"],
-                         service=parse_service(o["service"]),
-                         arrivals=parse_arrivals(o["arrivals"]), cache_size=o["cache_size"],
-                         hit_seconds=o["hit_ms"] / 1000.0)
+                         service=parse_service(o["service"]), arrivals=arrivals,
+                         cache_size=o["cache_size"], hit_seconds=o["hit_ms"] / 1000.0)
     k, s = o["split_hot"] or (0, 1)
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=o["replicas"],
                               local_cache_hit=o["cache_hit"], hot_keys=o["hot_keys"],
                               coalesce=bool(o["coalesce"]))
-    return Prepared(sampler, model, mitigations, op_mix, generator, profile)
+    return Prepared(sampler, model, mitigations, op_mix, generator, profile, key_order,
+                    tuple(notes))
 
 
 def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
@@ -146,4 +232,5 @@ def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
     return simulate(ready.sampler, rps=options["rps"],
                     duration=duration or options["duration"], model=ready.model,
                     mitigations=ready.mitigations, op_mix=ready.op_mix, rng=seed,
-                    label=f"simulation: {name}", key_generator=ready.key_generator)
+                    label=f"simulation: {name}", key_generator=ready.key_generator,
+                    key_order=ready.key_order)
