@@ -191,3 +191,20 @@ def test_drive_refuses_profile_arrivals_without_them(tmp_path):
     res = run_cli("drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10",
                   "--arrivals", "profile")
     assert res.returncode == 2 and "takes its shape from a profile" in res.stderr
+
+
+def test_poisson_timestamps_are_poisson_for_any_split():
+    from hotshard.workload.scenario import Arrivals
+
+    arrivals = Arrivals(1000.0, events=600_000, seed=7)
+    rows = np.arange(600_000, dtype=np.int64)
+    times = arrivals.times(rows, None)
+    assert np.all(np.diff(times) >= 0) and times[0] >= 0 and times[-1] < 600.0
+    # counts in 600 one-second windows: a Poisson process's index of dispersion is 1, and
+    # its estimate from m windows has a standard error of sqrt(2 / m) (0.058): 4 of them
+    counts = np.bincount(times.astype(np.int64), minlength=600)[:600]
+    assert counts.var() / counts.mean() == pytest.approx(1.0, abs=4 * np.sqrt(2 / 600))
+    # the same instants however the rows are cut (chunks, workers)
+    parts = [arrivals.times(rows[a:b], None) for a, b in ((0, 70_001), (70_001, 600_000))]
+    assert np.array_equal(np.concatenate(parts), times)
+    assert np.array_equal(arrivals.times(rows[::-1], None), times[::-1])

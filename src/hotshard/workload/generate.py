@@ -158,7 +158,7 @@ def plan_workload(
 
         arrivals = CascadeArrivals(profile.arrivals, int(events), float(rate), int(seed))
     else:
-        arrivals = Arrivals(float(rate), diurnal)
+        arrivals = Arrivals(float(rate), diurnal, events=int(events), seed=int(seed))
     if profile is not None:
         if keys is not None:
             profile = profile.scaled(keys=keys, key_scaling=key_scaling)

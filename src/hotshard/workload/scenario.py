@@ -117,16 +117,30 @@ def parse_event(spec: str) -> HotEvent:
     return HotEvent(key, share, t0, t1)
 
 
+# Unit-rate arrivals are made in blocks of this many, each from its own seed.
+_POISSON_BLOCK = 1 << 16
+
+
 @dataclass(frozen=True)
 class Arrivals:
-    """Event times: mean ``rate`` per second, optionally modulated by a diurnal curve.
+    """Event times: a Poisson process of mean ``rate`` per second, optionally modulated by a
+    diurnal curve: rate(t) = rate * (1 + amplitude * sin(2 pi (t + phase) / day)), amplitude
+    in [0, 1).
 
-    rate(t) = rate * (1 + amplitude * sin(2 pi (t + phase) / day)), amplitude in [0, 1).
+    With ``events`` given, the process is conditioned on its count: ``events`` independent
+    uniform instants in operational time over the run (``seconds_for``), sorted: the order
+    statistics of a Poisson process given its count, index of dispersion 1 at every scale
+    well below the run. Each block of the run is dealt its count by a binary tree of binomial
+    splits and its instants from its own seed (``seed``), so any rows are the same however
+    the run is cut into chunks or workers. Without ``events``: evenly paced times
+    (row + u) / rate, for callers that know no count.
     """
 
     rate: float
     diurnal_amplitude: float = 0.0
     diurnal_phase: float = 0.0
+    events: int | None = None
+    seed: int = 0
 
     def __post_init__(self):
         if not (math.isfinite(self.rate) and self.rate > 0):
@@ -139,9 +153,49 @@ class Arrivals:
         p = self.diurnal_phase
         return self.rate * (t - a / w * (np.cos(w * (t + p)) - math.cos(w * p)))
 
+    def _locate(self, row: int) -> tuple[int, int, int]:
+        """(block, its first row, its count) of ``row``: the run's operational time [0, n)
+        is cut into equal blocks and the n arrivals dealt to them by binomial splits down a
+        binary tree (each node from its own seed), the exact split of n uniform points, found
+        in log2(blocks) draws whatever the row."""
+        n = int(self.events or 0)
+        lo, hi = 0, max(1, -(-n // _POISSON_BLOCK))
+        first, count, node = 0, n, 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed,
+                                                               spawn_key=(0xB10C, node)))
+            left = int(rng.binomial(count, (mid - lo) / (hi - lo)))
+            if row < first + left:
+                hi, count, node = mid, left, 2 * node
+            else:
+                lo, first, count, node = mid, first + left, count - left, 2 * node + 1
+        return lo, first, count
+
+    def _poisson_targets(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Operational times (expected events before it, on [0, events)) of these rows."""
+        n = int(self.events or 0)
+        width = n / max(1, -(-n // _POISSON_BLOCK))
+        out = np.empty(rows.size)
+        done = 0
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        while done < rows.size:
+            block, first, count = self._locate(int(sorted_rows[done]))
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed,
+                                                               spawn_key=(0xB10D, block)))
+            inner = (block + np.sort(rng.random(count))) * width
+            stop = int(np.searchsorted(sorted_rows, first + count, side="left"))
+            out[order[done:stop]] = inner[sorted_rows[done:stop] - first]
+            done = stop
+        return out
+
     def times(self, rows: NDArray[np.int64], u: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Seconds since the start for events with these row indices (u: their uniforms)."""
-        target = rows + u  # expected number of events before this one
+        """Seconds since the start for events with these row indices (u: their uniforms,
+        used only without ``events``)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        # operational time: expected number of events before this one
+        target = self._poisson_targets(rows) if self.events else rows + u
         t = target / self.rate
         if self.diurnal_amplitude == 0.0:
             return t
@@ -156,7 +210,10 @@ class Arrivals:
 
     def seconds_for(self, events: int) -> float:
         """When the run of ``events`` events ends (the expected time of the last one)."""
-        return float(self.times(np.array([max(events - 1, 0)]), np.array([1.0]))[0])
+        if not self.diurnal_amplitude:
+            return float(max(events, 1)) / self.rate
+        plain = Arrivals(self.rate, self.diurnal_amplitude, self.diurnal_phase)
+        return float(plain.times(np.array([max(events - 1, 0)]), np.array([1.0]))[0])
 
     def describe(self) -> dict:
         return {"rate": self.rate, "diurnal_amplitude": self.diurnal_amplitude}
