@@ -1,8 +1,10 @@
 """Make the incident's example profiles from the shape the incident describes.
 
-    python examples/make_incident_profile.py [--out-dir examples] [--seed 2026]
+    python examples/make_incident_profile.py [--out-dir src/hotshard/data] [--seed 2026]
 
-(``--out-dir`` defaults to the directory of this script, wherever it is run from)
+(``--out-dir`` defaults to the package's data directory, ``src/hotshard/data``, wherever it is
+run from: the profiles are package data, so ``hotshard simulate --scenario ...`` works from an
+installed wheel; ``examples/`` holds links to them)
 
 writes two ``hotshard.profile/1`` documents (counts only, well under 100 KB each):
 
@@ -178,8 +180,10 @@ MIN_COUNT = 1
 EVERYDAY_FILE = "incident.profile.json"
 EVENT_FILE = "incident-event.profile.json"
 
-# Where the script lives: examples/, the default output directory wherever it is run from.
+# Where the script lives: examples/.
 HERE = Path(__file__).resolve().parent
+# Where the profiles go: the package's data (hotshard.sim.scenarios reads them from there).
+DATA = HERE.parent / "src" / "hotshard" / "data"
 
 # Independent random streams spawned from the seed, one per random part, so changing one part
 # never shifts another's draws.
@@ -407,7 +411,7 @@ def _made(path: Path, profile: Profile, traffic: Traffic, event: bool) -> Made:
     )
 
 
-def make(out_dir: Path | str = HERE, seed: int = SEED) -> tuple[float, list[Made]]:
+def make(out_dir: Path | str = DATA, seed: int = SEED) -> tuple[float, list[Made]]:
     """Write both profiles into ``out_dir``; returns the solved Zipf exponent and their numbers."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -470,9 +474,10 @@ def report(s: float, made: list[Made]) -> str:
 
 def main(argv: list[str] | None = None) -> list[Made]:
     parser = argparse.ArgumentParser(
-        description="Write examples/incident.profile.json and incident-event.profile.json.")
-    parser.add_argument("--out-dir", default=str(HERE), help="directory to write into "
-                        "(default: examples/, beside this script)")
+        description="Write the incident profiles (incident.profile.json and "
+                    "incident-event.profile.json) into the package's data directory.")
+    parser.add_argument("--out-dir", default=str(DATA), help="directory to write into "
+                        "(default: src/hotshard/data, which examples/ links to)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default: {SEED})")
     args = parser.parse_args(argv)
     if args.seed < 0:

@@ -15,7 +15,6 @@ import numpy as np
 
 __all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "prepare", "run_scenario", "scenario"]
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 # The incident's service, once (shared/REFERENCES.md, "The incident's numbers, worked through"):
 INCIDENT_SERVICE = {
@@ -81,8 +80,14 @@ def scenario(name: str) -> Scenario:
 
 
 def example_path(name: str) -> Path:
-    """A file of examples/ (the incident profiles), which the scenarios name."""
-    return EXAMPLES / name
+    """One of the incident profiles the scenarios name: package data (``hotshard/data``,
+    made by examples/make_incident_profile.py), so the scenarios run from an installed
+    wheel as from a checkout."""
+    from importlib.resources import as_file, files
+
+    resource = files("hotshard") / "data" / name
+    with as_file(resource) as path:  # a real file for a wheel or a checkout (no zip import)
+        return Path(path)
 
 
 DEFAULTS = {"rps": 3000.0, "duration": 600.0, "shards": 64, "partitioner": "kafka",
