@@ -1,10 +1,56 @@
 """hotshard: make load tests of partitioned stores tell the truth about hot keys.
 
-Importing the package is instant and has no side effects: every capability lives in its own
-subpackage (``hotshard.profile``, ...) and heavy dependencies are imported where they are used.
+The library's front door, in the order of the loop (docs/ARCHITECTURE.md)::
+
+    import hotshard
+
+    profile = hotshard.count_profile(["events.parquet"], key="channel_id")   # counts only
+    sampler = hotshard.from_profile(profile)                # keys with production's skew
+    kafka = hotshard.make_partitioner("kafka", 64)          # the store's own placement
+    prediction = hotshard.predict(profile, kafka, rps=3000) # the hot shard, exactly
+    run = hotshard.simulate(sampler, rps=3000, duration=600)  # latency and CPU per shard
+    verdict = hotshard.diagnose(hotshard.Observations.load("prod.json"))
+
+Importing the package is instant and has no side effects: these names are loaded on first use
+(a module ``__getattr__``), every capability lives in its own subpackage (``hotshard.profile``,
+...) and heavy dependencies are imported where they are used. Every error hotshard raises
+derives from ``HotshardError`` (``hotshard.errors``).
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 from hotshard.errors import FitError, HotshardError, InputError
 
 __version__ = "0.1.0"
-__all__ = ["FitError", "HotshardError", "InputError", "__version__"]
+
+# name -> module that defines it: the public API, loaded lazily
+_LAZY = {
+    "Profile": "hotshard.profile.model",
+    "count_profile": "hotshard.profile.count",
+    "from_profile": "hotshard.workload.profile_sampler",
+    "make_partitioner": "hotshard.shards.partitioners",
+    "predict": "hotshard.shards.predict",
+    "simulate": "hotshard.sim.model",
+    "Observations": "hotshard.observations",
+    "diagnose": "hotshard.diagnose.engine",
+}
+
+__all__ = ["FitError", "HotshardError", "InputError", "Observations", "Profile",
+           "__version__", "count_profile", "diagnose", "from_profile", "make_partitioner",
+           "predict", "simulate"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hotshard' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
