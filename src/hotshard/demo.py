@@ -20,9 +20,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -33,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hotshard.errors import HotshardError, InputError
+from hotshard.errors import HotshardError
 from hotshard.observations import Observations
 
 __all__ = ["FULL", "QUICK", "DemoResult", "DemoSettings", "run_demo"]
@@ -145,52 +142,15 @@ def _post(url: str, body: dict, headers: dict[str, str] | None = None) -> dict:
         return json.loads(response.read())
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 @contextlib.contextmanager
 def _service(work: Path, s: DemoSettings, history: Path) -> Iterator[_Service]:
-    """``hotshard serve`` in a child process; yields its URL and admin token once /health
-    says every shard is up; stops it (and so its shard workers) on the way out, whatever
-    happened. The token goes in the environment, not on the command line (``ps`` shows that)."""
-    import secrets
+    """The reference service in a child process (``service.launch``), loaded with the
+    history; stopped (with its shard workers) on the way out, whatever happened."""
+    from hotshard.service.launch import launched
 
-    log = work / "serve.log"
-    token = secrets.token_urlsafe(32)
-    cmd = [sys.executable, "-m", "hotshard", "serve", "--port", "0", "--data",
-           str(work / "data"), "--shards", str(s.shards), "-p", PARTITIONER,
-           "--cost-ms", str(s.cost_ms), "--load", str(history)]
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                     "HOTSHARD_ADMIN_TOKEN": token})
-    try:
-        url = proc.stdout.readline().strip()  # the URL, once the load is done and it listens
-        if not url.startswith("http"):
-            proc.wait(timeout=15)
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
-            raise InputError(f"the demo's service did not start: {tail[0]}")
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                _get(url + "/health", timeout=2)
-                break
-            except (urllib.error.URLError, OSError):
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise InputError(f"the demo's service at {url} never became healthy; "
-                                     f"see {log}") from None
-                time.sleep(0.1)
-        yield _Service(url, token)
-    finally:
-        _stop(proc)
+    with launched(work / "data", shards=s.shards, partitioner=PARTITIONER, cost_ms=s.cost_ms,
+                  load=history, log=work / "serve.log") as up:
+        yield _Service(up.url, up.admin_token)
 
 
 # -- 6, 8: open-loop runs ------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Profiles record, per partitioner, each shard's total tail events (and, when pseudonymized, each
 head key's shard). Counting and pseudonymizing need only a small view of a partitioner, the
 ``Placer`` protocol: the real partitioners in ``hotshard.shards`` satisfy it, so this package
-never imports that one (packages depend downward only; shared/DESIGN.md).
+never imports that one (packages depend downward only; docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations

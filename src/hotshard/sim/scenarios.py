@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "prepare", "run_scenario", "scenario"]
 
 
-# The incident's service, once (shared/REFERENCES.md, "The incident's numbers, worked through"):
+# The incident's service, once, each value with its reason:
 INCIDENT_SERVICE = {
     # 64 shards, one worker each: a typical partition count for a chat-history store, and the
     # one the worked example uses; one worker makes a hot shard's queue the whole story
