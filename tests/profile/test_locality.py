@@ -13,8 +13,10 @@ from hotshard.profile._locality_kernels import stack_pass
 from hotshard.profile.locality import (
     BINS_PER_OCTAVE,
     N_BINS,
+    SAMPLE_RATE,
     Locality,
     bin_bounds,
+    bin_lows,
     class_of,
     measure_locality,
 )
@@ -44,19 +46,17 @@ def _brute_force(stream: list[int]) -> tuple[list[int | None], list[int | None]]
 def test_the_stack_pass_equals_a_brute_force_lru_stack(seed):
     rng = np.random.default_rng(seed)
     n_keys = int(rng.integers(1, 300))
-    # long enough to renumber the Fenwick tree's positions several times (2K + 2 of them)
-    stream = (rng.zipf(1.2 + 0.2 * seed, 5000) % n_keys).astype(np.int64)
+    # long enough to renumber the marker positions several times (4K + 4096 of them)
+    stream = (rng.zipf(1.2 + 0.2 * seed, 20_000) % n_keys).astype(np.int64)
     _, dense = np.unique(stream, return_inverse=True)
     k = int(dense.max()) + 1
     counts = np.bincount(dense, minlength=k)
     key_class = class_of(counts)
-    stack, reuse, first, exact = stack_pass(dense, k, key_class, int(key_class.max()) + 1,
-                                            N_BINS, BINS_PER_OCTAVE, k, 1.0)
+    stack, reuse, first = stack_pass(dense, k, key_class, int(key_class.max()) + 1, N_BINS,
+                                     bin_lows(), BINS_PER_OCTAVE)
     distances, reuses = _brute_force(dense.tolist())
     assert first.sum() == k == sum(d is None for d in distances)
-    want = np.bincount([d for d in distances if d is not None], minlength=k + 1)
-    assert np.array_equal(exact, want)  # every distance, exactly
-    # the binned histograms, class by class
+    # the binned histograms, class by class (with the curve's test below: every distance)
     for c in range(key_class.max() + 1):
         mine = [i for i, key in enumerate(dense) if key_class[key] == c and
                 distances[i] is not None]
@@ -64,6 +64,30 @@ def test_the_stack_pass_equals_a_brute_force_lru_stack(seed):
         r_bins = np.floor(BINS_PER_OCTAVE * np.log2([reuses[i] for i in mine]) + 1e-9)
         assert np.array_equal(stack[c], np.bincount(s_bins.astype(int), minlength=N_BINS))
         assert np.array_equal(reuse[c], np.bincount(r_bins.astype(int), minlength=N_BINS))
+
+
+def test_the_marker_count_equals_a_popcount_at_every_level():
+    """The count of markers between two positions (bitmap, then counts of 4,096, 2^18 and
+    2^24 positions, as the pass keeps them) against numpy's popcount of the same bits, over
+    2^26 positions: every level's sums, near and far."""
+    from hotshard.profile._locality_kernels import _after
+
+    rng = np.random.default_rng(3)
+    full = rng.integers(0, 2**63, 1 << 20, dtype=np.uint64) & rng.integers(
+        0, 2**63, 1 << 20, dtype=np.uint64)   # about a quarter of the bits set
+    for _ in range(120):
+        old = int(rng.integers(0, (1 << 26) - 2))
+        pos = old + 1 + int(np.exp(rng.uniform(0, np.log((1 << 26) - old - 1))))
+        bits = full.copy()
+        bits[old >> 6] |= np.uint64(1) << np.uint64(old & 63)   # old holds a marker
+        bits[pos >> 6] &= (np.uint64(1) << np.uint64(pos & 63)) - np.uint64(1)
+        bits[(pos >> 6) + 1:] = 0                               # none at or past pos
+        per_word = np.bitwise_count(bits).astype(np.int64)
+        c1, c2, c3 = (np.append(per_word.reshape(-1, 64 ** j).sum(axis=1), 0)
+                      for j in (1, 2, 3))
+        want = per_word[(old >> 6) + 1:].sum() + int(
+            np.bitwise_count(bits[old >> 6] >> np.uint64(old & 63) >> np.uint64(1)))
+        assert _after(bits, c1, c2, c3, old, pos) == want, (old, pos)
 
 
 def test_the_hit_curve_is_the_lru_hit_rate_at_each_size():
@@ -75,6 +99,37 @@ def test_the_hit_curve_is_the_lru_hit_rate_at_each_size():
         hits = sum(d is not None and d < size for d in distances)
         assert rate == pytest.approx(hits / stream.size, abs=1e-12)
     assert loc.lru_hit_rate(loc.keys) == pytest.approx(1 - loc.keys / stream.size)
+
+
+def test_shards_at_its_default_rate_is_within_001_of_the_exact_curve_on_orm_busy():
+    """The issue's bar: SHARDS (with its exact window) at the default rate, every size of the
+    exact curve, on a real trace of 5 M references over 76 K keys."""
+    import pyarrow.parquet as pq
+
+    keys = pq.read_table(shared("traces", "orm-busy.parquet"), columns=["key"])
+    keys = keys.column("key").to_numpy()
+    exact = measure_locality(keys)
+    sampled = measure_locality(keys, sample_rate=SAMPLE_RATE)
+    assert exact.method == "exact" and sampled.method == "shards"
+    got = np.array([sampled.lru_hit_rate(s) for s in exact.curve_sizes])
+    assert np.abs(got - exact.curve_hits).max() <= 0.01
+    assert abs(sampled.keys - exact.keys) <= 0.05 * exact.keys
+    doc = json.loads(json.dumps(sampled.to_dict()))
+    assert Locality.from_dict(doc).to_dict() == doc
+
+
+def test_shards_is_exact_below_its_window(monkeypatch):
+    """Fewer keys than the window: every distance is measured exactly, whatever the rate,
+    and a stream beyond ``EXACT_MAX_KEYS`` keys is sampled by default."""
+    import hotshard.profile.locality as locality
+
+    stream = np.random.default_rng(5).zipf(1.3, 50_000) % 3000
+    exact = measure_locality(stream)
+    sampled = measure_locality(stream, sample_rate=0.05)
+    got = np.array([sampled.lru_hit_rate(s) for s in exact.curve_sizes])
+    assert np.allclose(got[:-1], exact.curve_hits[:-1], atol=1e-12)
+    monkeypatch.setattr(locality, "EXACT_MAX_KEYS", 1024)
+    assert measure_locality(stream).method == "shards"
 
 
 def test_bins_hold_the_integers_that_map_to_them():

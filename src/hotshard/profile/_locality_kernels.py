@@ -1,239 +1,443 @@
 """Compiled kernels of the locality summary (numba): dense key ids, and Mattson's stack pass.
 
-``dense_ids`` turns 64-bit key hashes into ids 0..K-1 in order of first appearance with an
-open-addressing table (one pass, no sort). ``stack_pass`` is Mattson's LRU stack algorithm with
-a Fenwick tree over last-access positions: at each reference, the keys touched since the
-previous reference to the same key are exactly the live markers after its old position, so the
-stack distance is one prefix sum, and the marker moves to the newest position (two updates).
-The positions are kept to 2K by compaction (when they run out, the live markers, at most K,
-are renumbered 0..L-1 in order), and the markers are a bitmap (64 positions to a word) under a
-Fenwick tree of the words' counts, 64 times smaller than a tree over positions: a count up to
-a position is one tree prefix over whole words plus one popcount. So the structure stays in
-cache whatever the stream's length, which is what makes the pass fast.
+``dense_ids`` turns 64-bit key hashes into ids 0..K-1 in order of first appearance, with
+their counts, in one pass over an open-addressing table (hash and id side by side, one cache
+line a probe), no sort.
+
+``stack_pass`` is Mattson's LRU stack algorithm over last-access positions: at each
+reference, the keys touched since the previous reference to the same key are exactly the live
+markers after its old position, so the stack distance is one count, and the marker moves to
+the newest position. The markers are a bitmap (64 positions to a word) under three levels of
+counts, each of 64 of the level below (4,096, 2^18 and 2^24 positions): a count of the
+markers after a position is the popcount of the rest of its word, then of the rest of its
+64-word block, then sums of the rest of each level's group up to the newest position, most of
+them empty for a recent reference, and a move is one bit and three counts each way, with no
+loop. Positions are kept to 4K (when they run out, the live markers, at most K, are
+renumbered 0..L-1 in order, by a scan of the bitmap and the owner of each position), so the
+structure is a few bits a key and stays in cache whatever the stream's length.
+
+Log bins are integer work: below 4,096 from a table, above from the octave (the count of
+leading zeros) and the bin inside it by comparing with the integer bounds of its bins
+(``locality.bin_bounds``, the one definition); no float logarithm per reference.
+``joint_pass`` is the same pass, keeping instead the joint histogram of reuse-time bin and
+stack-distance bin per class (what ``workload.locality_order`` corrects its reuse times by).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
-__all__ = ["dense_ids", "stack_pass", "value_bin"]
+__all__ = ["dense_ids", "joint_pass", "log_bin", "stack_pass"]
 
-_TABLE = 1 << 16
+_ONE = np.uint64(1)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@intrinsic
+def _popcount(typingctx, x):
+    """Set bits of a uint64 (LLVM's ctpop: one instruction)."""
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return types.int64(types.uint64), codegen
+
+
+@intrinsic
+def _leading_zeros(typingctx, x):
+    """Leading zero bits of a uint64 (LLVM's ctlz)."""
+    def codegen(context, builder, signature, args):
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+    return types.int64(types.uint64), codegen
+
+
+_SMALL = 4096   # values below: their bins from a table (8 KB, in L1)
+
+
+@intrinsic
+def _trailing_zeros(typingctx, x):
+    """Trailing zero bits of a uint64 (LLVM's cttz)."""
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+    return types.int64(types.uint64), codegen
 
 
 @njit(cache=True, inline="always")
-def value_bin(value: int, per_octave: int) -> int:
-    """Log bin of ``value`` >= 1: floor(per_octave * log2(value))."""
-    return int(math.floor(per_octave * math.log2(value) + 1e-9))
+def log_bin(value: int, lo: np.ndarray, per_octave: int) -> int:
+    """Log bin of ``value`` >= 1: the last b with lo[b] <= value (``bin_bounds``'s lower
+    bounds), found inside the octave of value's top bit."""
+    b = per_octave * (63 - _leading_zeros(np.uint64(value)))
+    out = b
+    for t in range(1, per_octave):
+        out += value >= lo[b + t]
+    return out
 
 
 @njit(cache=True)
-def dense_ids(hashes: np.ndarray) -> tuple[np.ndarray, int]:
-    """(ids, K): each distinct hash gets the next id at its first appearance. The table
-    starts small and doubles at half full, so it stays the size of the key set (in cache for
-    most), not of the stream."""
-    n = hashes.size
-    cap = 1 << 16
-    mask = cap - 1
-    table_key = np.zeros(cap, dtype=np.uint64)
-    table_id = np.full(cap, -1, dtype=np.int64)
-    ids = np.empty(n, dtype=np.int64)
-    k = 0
-    for i in range(n):
+def _small_bins(lo: np.ndarray, per_octave: int, top: int) -> np.ndarray:
+    """``log_bin`` of 0.._SMALL-1, capped at ``top`` (0 for 0)."""
+    small = np.zeros(_SMALL, dtype=np.int16)
+    for v in range(1, _SMALL):
+        small[v] = min(log_bin(v, lo, per_octave), top)
+    return small
+
+
+@njit(cache=True, inline="always")
+def _bin(value: int, small: np.ndarray, lo: np.ndarray, per_octave: int, top: int) -> int:
+    if value < _SMALL:
+        return small[value]
+    return min(log_bin(value, lo, per_octave), top)
+
+
+@njit(cache=True)
+def _probe(table: np.ndarray, shift: int, h: int) -> int:
+    """The slot of hash ``h`` in ``table``: its own, or the empty one where it goes."""
+    mask = (1 << shift) - 1
+    j = np.int64((np.uint64(h) * _GOLDEN) >> np.uint64(64 - shift))
+    while table[2 * j + 1] != 0 and table[2 * j] != h:
+        j = (j + 1) & mask
+    return j
+
+
+@njit(cache=True)
+def _fill(hashes, start, table, shift, ids, counts, k) -> tuple[int, int]:
+    """Ids of hashes[start:] until the end or the table is half full: (next index, K)."""
+    limit = 1 << (shift - 1)
+    for i in range(start, hashes.size):
         h = hashes[i]
-        j = np.int64((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask
-        while True:
-            if table_id[j] < 0:
-                table_key[j] = h
-                table_id[j] = k
-                ids[i] = k
-                k += 1
-                break
-            if table_key[j] == h:
-                ids[i] = table_id[j]
-                break
-            j = (j + 1) & mask
-        if 2 * k > cap:  # grow: re-insert every key
-            old_key, old_id = table_key, table_id
-            cap *= 2
-            mask = cap - 1
-            table_key = np.zeros(cap, dtype=np.uint64)
-            table_id = np.full(cap, -1, dtype=np.int64)
-            for s in range(old_id.size):
-                if old_id[s] >= 0:
-                    j = np.int64((old_key[s] * np.uint64(0x9E3779B97F4A7C15))
-                                 >> np.uint64(40)) & mask
-                    while table_id[j] >= 0:
-                        j = (j + 1) & mask
-                    table_key[j] = old_key[s]
-                    table_id[j] = old_id[s]
-    return ids, k
+        j = _probe(table, shift, h)
+        slot = table[2 * j + 1]
+        if slot == 0:
+            if k == limit:
+                return i, k
+            table[2 * j] = h
+            k += 1
+            table[2 * j + 1] = k
+            slot = k
+        ids[i] = slot - 1
+        counts[slot - 1] += 1
+    return hashes.size, k
+
+
+@njit(cache=True)
+def dense_ids(hashes: np.ndarray, max_keys: int = 1 << 62
+              ) -> tuple[np.ndarray, int, np.ndarray]:
+    """(ids, K, counts) of 64-bit key hashes (as int64): each distinct hash gets the next id
+    at its first appearance. The table doubles at half full, so it stays the size of the key
+    set (in cache for most), not of the stream. K is -1 (the rest unset) when the stream has
+    more than ``max_keys`` (a power of two) keys: the pass stops when it finds so."""
+    shift = 12
+    table = np.zeros(2 << shift, dtype=np.int64)   # (hash, id + 1) side by side; 0: empty
+    counts = np.zeros(1 << (shift - 1), dtype=np.int64)
+    ids = np.empty(hashes.size, dtype=np.int32)
+    i, k = _fill(hashes, 0, table, shift, ids, counts, 0)
+    while i < hashes.size:  # half full: double, re-insert every key, go on
+        if k >= max_keys:
+            return ids, -1, counts
+        old = table
+        shift += 1
+        table = np.zeros(2 << shift, dtype=np.int64)
+        for s in range(old.size // 2):
+            if old[2 * s + 1] != 0:
+                j = _probe(table, shift, old[2 * s])
+                table[2 * j] = old[2 * s]
+                table[2 * j + 1] = old[2 * s + 1]
+        grown = np.zeros(1 << (shift - 1), dtype=np.int64)
+        grown[: counts.size] = counts
+        counts = grown
+        i, k = _fill(hashes, i, table, shift, ids, counts, k)
+    return ids, k, counts[:k].copy()
 
 
 @njit(cache=True, inline="always")
-def _popcount(x: np.uint64) -> int:
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True, inline="always")
-def _marks_upto(bits: np.ndarray, tree: np.ndarray, p: int) -> int:
-    """Live markers at positions 0..p inclusive."""
-    w = p >> 6
-    below = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(63 - (p & 63))
-    inside = _popcount(bits[w] & below)
-    if w == 0:
-        return inside
-    return _prefix(tree, w - 1) + inside
-
-
-@njit(cache=True, inline="always")
-def _mark(bits: np.ndarray, tree: np.ndarray, p: int, on: bool) -> None:
-    w = p >> 6
-    bit = np.uint64(1) << np.uint64(p & 63)
+def _move(bits, c1, c2, c3, p: int, on: bool) -> None:
+    """Set (``on``) or clear the marker at position ``p``, and its three counts."""
+    bit = _ONE << np.uint64(p & 63)
+    d = 1 if on else -1
     if on:
-        bits[w] |= bit
-        _add(tree, w, 1)
+        bits[p >> 6] |= bit
     else:
-        bits[w] &= ~bit
-        _add(tree, w, -1)
+        bits[p >> 6] &= ~bit
+    c1[p >> 12] += d
+    c2[p >> 18] += d
+    c3[p >> 24] += d
+
+
+@njit(cache=True, inline="always")
+def _after(bits, c1, c2, c3, old: int, pos: int) -> int:
+    """Live markers at positions old+1 .. pos-1 (none lie at pos or beyond). At each level,
+    the rest of old's group is summed from whichever end is nearer: forward to the newest
+    position or the group's end, or as the group's count less what lies up to old."""
+    w = old >> 6
+    d = _popcount((bits[w] >> np.uint64(old & 63)) >> _ONE)
+    top = (pos - 1) >> 6
+    if top <= (w | 63) or (w & 63) >= 32:   # the rest of its 64-word block
+        for q in range(w + 1, min(w | 63, top) + 1):
+            d += _popcount(bits[q])
+    else:
+        below = _popcount(bits[w]) - d
+        for q in range(w & ~63, w):
+            below += _popcount(bits[q])
+        d = c1[w >> 6] - below
+    b, top = w >> 6, top >> 6
+    d += _rest(c1, c2, b, top)            # the rest of its 2^18-position group
+    b, top = b >> 6, top >> 6
+    d += _rest(c2, c3, b, top)            # the rest of its 2^24-position group
+    b, top = b >> 6, top >> 6
+    for q in range(b + 1, top + 1):
+        d += c3[q]
+    return d
+
+
+@njit(cache=True, inline="always")
+def _rest(counts, parent, b: int, top: int) -> int:
+    """Sum of counts[b+1 .. min(end of b's group of 64, top)], from the nearer end."""
+    d = 0
+    for q in range(b + 1, min(b | 63, top) + 1):
+        d += counts[q]
+    return d
 
 
 @njit(cache=True)
-def _add(tree: np.ndarray, i: int, delta: int) -> None:
-    i += 1
-    size = tree.size
-    while i < size:
-        tree[i] += delta
-        i += i & (-i)
+def _renumber(bits, c1, c2, c3, owner, marker) -> int:
+    """Renumber the live markers 0..L-1 in position order; returns L."""
+    old = bits.copy()
+    bits[:] = 0
+    c1[:] = 0
+    c2[:] = 0
+    c3[:] = 0
+    r = 0
+    for w in range(old.size):
+        x = old[w]
+        while x != 0:
+            p = (w << 6) + _trailing_zeros(x)
+            key = owner[p]
+            marker[key] = r
+            owner[r] = key
+            _move(bits, c1, c2, c3, r, True)
+            r += 1
+            x &= x - _ONE
+    return r
 
 
 @njit(cache=True)
-def _prefix(tree: np.ndarray, i: int) -> int:
-    """Sum of markers at positions 0..i inclusive."""
-    i += 1
-    total = 0
-    while i > 0:
-        total += tree[i]
-        i -= i & (-i)
-    return total
+def _stack(n_keys: int):
+    """A Mattson stack over keys 0..n_keys-1: (bits, c1, c2, c3, owner, last, cap); last[k]
+    is key k's (marker position, previous reference), -1 before its first."""
+    cap = 4 * n_keys + 4096
+    words = (cap >> 6) + 1
+    bits = np.zeros(words, dtype=np.uint64)
+    c1 = np.zeros((words >> 6) + 1, dtype=np.int64)
+    c2 = np.zeros((c1.size >> 6) + 1, dtype=np.int64)
+    c3 = np.zeros((c2.size >> 6) + 1, dtype=np.int64)
+    owner = np.empty(cap, dtype=np.int32)   # the key of each position's marker
+    # per key, side by side (one cache line a reference): marker position, previous reference
+    last = np.full((n_keys, 2), -1, dtype=np.int64)
+    return bits, c1, c2, c3, owner, last, cap
+
+
+@njit(cache=True, inline="always")
+def _touch(bits, c1, c2, c3, owner, last, cap: int, key: int, i: int, pos: int
+           ) -> tuple[int, int, int]:
+    """Reference ``i`` to ``key`` with the next marker at ``pos`` (< cap): (stack distance,
+    reuse time, next pos); distance -1 for a first reference."""
+    old = last[key, 0]
+    d, gap = -1, 0
+    if old >= 0:
+        d = _after(bits, c1, c2, c3, old, pos)
+        gap = i - last[key, 1]
+        _move(bits, c1, c2, c3, old, False)
+    _move(bits, c1, c2, c3, pos, True)
+    owner[pos] = key
+    last[key, 0] = pos
+    last[key, 1] = i
+    return d, gap, pos + 1
 
 
 @njit(cache=True)
-def stack_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int,
-               n_bins: int, per_octave: int, exact_cap: int, scale: float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One pass over ``ids`` (dense, 0..n_keys-1, in stream order).
-
-    Returns (stack[c, b], reuse[c, b], first[c], exact[d]): per popularity class c (of the
-    referenced key), the log-binned histogram of stack distances (distinct other keys since
-    the key's previous reference, plus one) and of reuse times (references since it, in
-    requests); first references counted apart; and the exact whole-stream histogram of stack
-    distances capped at ``exact_cap`` (for the LRU hit-rate curve). ``scale`` multiplies both
-    distances before binning (1 for an exact pass, 1/R for a SHARDS sample at rate R).
-    """
-    table = np.empty(_TABLE, dtype=np.int64)  # bins of small values without a log2
-    for v in range(1, _TABLE):
-        table[v] = value_bin(v, per_octave)
-    table[0] = 0
+def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n_bins: int,
+          lo: np.ndarray, per_octave: int, joint_bins: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The one Mattson pass behind ``stack_pass`` and ``joint_pass``: (stack, reuse, first,
+    joint), joint only when ``joint_bins`` > 0 (and stack, reuse then left empty)."""
     stack = np.zeros((n_classes, n_bins), dtype=np.int64)
     reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
     first = np.zeros(n_classes, dtype=np.int64)
-    exact = np.zeros(exact_cap + 1, dtype=np.int64)
-    cap = 2 * n_keys + 64
-    bits = np.zeros(cap // 64 + 2, dtype=np.uint64)
-    tree = np.zeros(bits.size + 1, dtype=np.int32)
-    # per key, side by side (one cache line a reference): marker position, previous reference
-    last = np.empty((n_keys, 2), dtype=np.int64)
-    last[:, 0] = -1
-    live = 0
+    jb = max(joint_bins, 1)
+    joint = np.zeros((n_classes if joint_bins > 0 else 1, jb, jb), dtype=np.int64)
+    bits, c1, c2, c3, owner, last, cap = _stack(n_keys)
+    top = (joint_bins if joint_bins > 0 else n_bins) - 1
+    small = _small_bins(lo, per_octave, top)
     pos = 0
-    top = n_bins - 1
     for i in range(ids.size):
         key = ids[i]
         c = key_class[key]
-        if pos == cap:  # renumber the live markers 0..live-1, in order
-            order = np.argsort(last[:, 0])
-            tree[:] = 0
-            bits[:] = 0
-            r = 0
-            for j in range(order.size):
-                kk = order[j]
-                if last[kk, 0] >= 0:
-                    last[kk, 0] = r
-                    _mark(bits, tree, r, True)
-                    r += 1
-            pos = r
-        old = last[key, 0]
-        if old < 0:
+        if pos == cap:
+            pos = _renumber(bits, c1, c2, c3, owner, last[:, 0])
+        d, gap, pos = _touch(bits, c1, c2, c3, owner, last, cap, key, i, pos)
+        if d < 0:
             first[c] += 1
-            live += 1
+            continue
+        sb = _bin(d + 1, small, lo, per_octave, top)
+        rb = _bin(gap, small, lo, per_octave, top)
+        if joint_bins > 0:
+            joint[c, rb, sb] += 1
         else:
-            distance = live - _marks_upto(bits, tree, old)  # live markers after ``old``
-            d = int(distance * scale)
-            exact[min(d, exact_cap)] += 1
-            b = table[d + 1] if d + 1 < _TABLE else value_bin(d + 1, per_octave)
-            stack[c, min(b, top)] += 1
-            gap = max(int((i - last[key, 1]) * scale), 1)
-            b = table[gap] if gap < _TABLE else value_bin(gap, per_octave)
-            reuse[c, min(b, top)] += 1
-            _mark(bits, tree, old, False)
-        _mark(bits, tree, pos, True)
-        last[key, 0] = pos
-        last[key, 1] = i
-        pos += 1
-    return stack, reuse, first, exact
+            stack[c, sb] += 1
+            reuse[c, rb] += 1
+    return stack, reuse, first, joint
+
+
+def stack_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int,
+               n_bins: int, lo: np.ndarray, per_octave: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pass over ``ids`` (dense, 0..n_keys-1, in stream order).
+
+    Returns (stack[c, b], reuse[c, b], first[c]): per popularity class c (of the referenced
+    key), the log-binned histograms (``n_bins`` bins, the last one open; ``lo``: the bins'
+    lower bounds, 63 octaves of ``per_octave``) of stack distances plus one (distinct other
+    keys since the key's previous reference, plus one) and of reuse times (references since
+    it); first references counted apart.
+    """
+    stack, reuse, first, _ = _pass(ids, n_keys, key_class, n_classes, n_bins, lo,
+                                   per_octave, 0)
+    return stack, reuse, first
+
+
+def joint_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int,
+               n_bins: int, lo: np.ndarray, per_octave: int) -> np.ndarray:
+    """joint[c, r, s]: re-references of class c with reuse-time bin r and stack-distance bin
+    s (both capped at ``n_bins`` - 1), by the pass of ``stack_pass``: how a stream turns
+    reuse times into distances."""
+    return _pass(ids, n_keys, key_class, n_classes, 1, lo, per_octave, n_bins)[3]
+
+
+@njit(cache=True, inline="always")
+def _sampled(h: int, threshold: int) -> bool:
+    """SHARDS' spatial filter: whether key hash ``h`` falls in the first threshold / 2^24 of
+    the hash space (after a mix, so that plain integer keys spread too)."""
+    m = np.uint64(h) * _GOLDEN
+    m ^= m >> np.uint64(29)
+    m *= np.uint64(0xBF58476D1CE4E5B9)
+    m ^= m >> np.uint64(32)
+    return np.int64(m & np.uint64(0xFFFFFF)) < threshold
 
 
 @njit(cache=True)
-def joint_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int,
-               n_bins: int, per_octave: int) -> np.ndarray:
-    """joint[c, r, s]: re-references of class c with reuse-time bin r and stack-distance bin
-    s, the same pass as ``stack_pass``: how a stream turns reuse times into distances."""
-    table = np.empty(_TABLE, dtype=np.int64)
-    for v in range(1, _TABLE):
-        table[v] = value_bin(v, per_octave)
-    table[0] = 0
-    joint = np.zeros((n_classes, n_bins, n_bins), dtype=np.int32)
-    cap = 2 * n_keys + 64
-    bits = np.zeros(cap // 64 + 2, dtype=np.uint64)
-    tree = np.zeros(bits.size + 1, dtype=np.int32)
-    last_pos = np.full(n_keys, -1, dtype=np.int64)
-    last_ref = np.zeros(n_keys, dtype=np.int64)
-    live = 0
-    pos = 0
+def shards_sample(hashes: np.ndarray, threshold: int) -> np.ndarray:
+    """The references of the sampled keys (``_sampled``), in order."""
+    n = 0
+    for i in range(hashes.size):
+        n += _sampled(hashes[i], threshold)
+    out = np.empty(n, dtype=np.int64)
+    j = 0
+    for i in range(hashes.size):
+        if _sampled(hashes[i], threshold):
+            out[j] = hashes[i]
+            j += 1
+    return out
+
+
+@njit(cache=True)
+def _window_drop(table, shift: int, h: int) -> None:
+    """Remove hash ``h`` from the window's table (backward-shift deletion: the entries after
+    it in its probe run move up, so no tombstone is left)."""
+    mask = (1 << shift) - 1
+    j = _probe(table, shift, h)
+    table[2 * j + 1] = 0
+    k = (j + 1) & mask
+    while table[2 * k + 1] != 0:
+        home = np.int64((np.uint64(table[2 * k]) * _GOLDEN) >> np.uint64(64 - shift))
+        # move entry k into the hole j unless its home lies cyclically in (j, k]
+        if (k - home) & mask >= (k - j) & mask:
+            table[2 * j] = table[2 * k]
+            table[2 * j + 1] = table[2 * k + 1]
+            table[2 * k + 1] = 0
+            j = k
+        k = (k + 1) & mask
+
+
+@njit(cache=True)
+def shards_pass(hashes: np.ndarray, threshold: int, sampled_ids: np.ndarray, n_sampled: int,
+                key_class: np.ndarray, n_classes: int, n_bins: int, lo: np.ndarray,
+                per_octave: int, window: int):
+    """SHARDS with an exact window: every reference through an exact LRU stack of the
+    ``window`` most recent keys (stack distances below ``window`` exactly, for all
+    references), and the references of sampled keys (``_sampled`` at ``threshold``, rate
+    R = threshold / 2^24; ``sampled_ids``, dense over the sample, in order) through a Mattson
+    stack of their own, where a reference beyond the window gets the sample's distance
+    scaled by 1 / R (at least ``window``).
+
+    Returns (stack[c, b], reuse[c, b], first[c], near[d], far[b], far_first): the sampled
+    references' histograms by class as ``stack_pass`` (reuse times exact, in references of
+    the whole stream); near[d], references of the whole stream at distance d < window;
+    far[b], the sampled references beyond the window by bin of their estimated distance plus
+    one; far_first, the sampled first references.
+    """
+    stack = np.zeros((n_classes, n_bins), dtype=np.int64)
+    reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
+    first = np.zeros(n_classes, dtype=np.int64)
+    near = np.zeros(window, dtype=np.int64)
+    far = np.zeros(n_bins, dtype=np.int64)
     top = n_bins - 1
-    for i in range(ids.size):
-        key = ids[i]
-        if pos == cap:
-            order = np.argsort(last_pos)
-            tree[:] = 0
-            bits[:] = 0
-            r = 0
-            for j in range(order.size):
-                kk = order[j]
-                if last_pos[kk] >= 0:
-                    last_pos[kk] = r
-                    _mark(bits, tree, r, True)
-                    r += 1
-            pos = r
-        old = last_pos[key]
-        if old < 0:
-            live += 1
-        else:
-            d = int(live - _marks_upto(bits, tree, old))
-            s = table[d + 1] if d + 1 < _TABLE else value_bin(d + 1, per_octave)
-            gap = i - last_ref[key]
-            rb = table[gap] if gap < _TABLE else value_bin(gap, per_octave)
-            joint[key_class[key], min(rb, top), min(s, top)] += 1
-            _mark(bits, tree, old, False)
-        _mark(bits, tree, pos, True)
-        last_pos[key] = pos
-        last_ref[key] = i
-        pos += 1
-    return joint
+    small = _small_bins(lo, per_octave, top)
+    rate = threshold / float(1 << 24)
+    sb_, s1, s2, s3, sowner, slast, scap = _stack(n_sampled)
+    wb, w1, w2, w3, wowner, wlast, wcap = _stack(window)
+    whash = np.zeros(window, dtype=np.int64)   # the key hash of each window slot
+    shift = 2
+    while (1 << shift) < 4 * window:
+        shift += 1
+    table = np.zeros(2 << shift, dtype=np.int64)   # (hash, slot + 1); 0: empty
+    live = 0
+    low = 0          # no window marker lies below this position
+    wpos = 0
+    spos = 0
+    js = 0
+    for i in range(hashes.size):
+        h = hashes[i]
+        if wpos == wcap:
+            wpos = _renumber(wb, w1, w2, w3, wowner, wlast[:, 0])
+            low = 0
+        j = _probe(table, shift, h)
+        slot = table[2 * j + 1] - 1
+        if slot < 0:  # not in the window: the oldest key leaves it, this one enters
+            if live < window:
+                slot = live
+                live += 1
+            else:
+                x = wb[low >> 6] >> np.uint64(low & 63)
+                while x == 0:
+                    low = (low | 63) + 1
+                    x = wb[low >> 6]
+                low += _trailing_zeros(x)
+                slot = wowner[low]
+                _move(wb, w1, w2, w3, low, False)
+                wlast[slot, 0] = -1
+                _window_drop(table, shift, whash[slot])
+                j = _probe(table, shift, h)
+            table[2 * j] = h
+            table[2 * j + 1] = slot + 1
+            whash[slot] = h
+        d, _, wpos = _touch(wb, w1, w2, w3, wowner, wlast, wcap, slot, i, wpos)
+        if d >= 0:
+            near[d] += 1
+        if not _sampled(h, threshold):
+            continue
+        key = sampled_ids[js]
+        js += 1
+        c = key_class[key]
+        if spos == scap:
+            spos = _renumber(sb_, s1, s2, s3, sowner, slast[:, 0])
+        ds, gap, spos = _touch(sb_, s1, s2, s3, sowner, slast, scap, key, i, spos)
+        if ds < 0:
+            first[c] += 1
+            continue
+        if d < 0:
+            d = max(int(ds / rate), window)
+            far[_bin(d + 1, small, lo, per_octave, top)] += 1
+        stack[c, _bin(d + 1, small, lo, per_octave, top)] += 1
+        reuse[c, _bin(gap, small, lo, per_octave, top)] += 1
+    far_first = first.sum()
+    return stack, reuse, first, near, far, far_first

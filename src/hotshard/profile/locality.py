@@ -5,19 +5,34 @@ Two streams with the same popularity can hit an LRU cache of 1% of their keys at
 (web07 shuffled against web07): production's requests to a key cluster in time, and a cache
 sees exactly that. So the profile keeps, per popularity class (keys whose count lies in
 [2^c, 2^(c+1)); a head key belongs to the class of its exact count), two log-binned histograms
-(``BINS_PER_OCTAVE`` bins per octave) over the stream's re-references:
+(``BINS_PER_OCTAVE`` bins per octave: bin b holds the integers v with floor(8 log2 v) == b,
+[``bin_bounds``)) over the stream's re-references:
 
 * **stack distance**: how many distinct other keys were referenced since the key's previous
-  reference (Mattson; an LRU cache of C entries hits exactly the references with distance < C);
-* **reuse time**: how many references came in between (what the generator draws from);
+  reference (Mattson; an LRU cache of C entries hits exactly the references with distance < C),
+  binned as distance + 1;
+* **reuse time**: how many references came in between, plus one (what the generator draws
+  from);
 
-with first references counted apart, and the whole stream's LRU hit-rate curve as measured at
-log-spaced cache sizes: the target a generated stream is checked against. Counts only: no key,
-no position, and the section is a few kilobytes whatever the stream's length.
+with first references counted apart, and the whole stream's LRU hit-rate curve as measured:
+the hit rate at every other bin edge below the key count (every size up to 6, then about 4
+sizes an octave, ~65 points for 76 K keys) and at the key count. Counts only: no key, no
+position, and the section is a few kilobytes whatever the stream's length.
 
-Computed exactly in one pass (``_locality_kernels.stack_pass``), or from a SHARDS sample
-(Waldspurger et al., FAST'15: the references of keys whose hash falls below rate R of the hash
-space, distances scaled by 1/R) when ``sample_rate`` is given.
+Format (JSON): ``{"order", "method": "exact"|"shards", "sample_rate", "bins_per_octave": 8,
+"events", "keys", "lru_hit_curve": {"sizes": [...], "hit_rates": [...]}, "classes": [{"class",
+"keys", "first", "stack": [[bin, count], ...], "reuse": [[bin, count], ...]}, ...]}``: bins
+with no count left out, hit rates to 6 decimals. An exact section's classes hold every
+reference (firsts plus re-references = events); a sampled one's the sampled keys'.
+
+Computed exactly in one pass (``_locality_kernels.stack_pass``) up to ``EXACT_MAX_KEYS``
+distinct keys, or by SHARDS (Waldspurger et al., FAST'15: the references of the keys whose
+hash falls in the first R of the hash space, through a stack of their own, distances scaled
+by 1/R), here with an exact window: every reference also goes through an exact LRU stack of
+the ``SHARDS_WINDOW`` most recent keys, so every distance below the window is exact, and the
+window's misses (exactly counted) are split by the sample's misses, which removes SHARDS'
+error at small caches (its distance resolution is 1/R) and its dependence on how many
+references a few sampled hot keys bring (what SHARDS-adj corrects in part).
 """
 
 from __future__ import annotations
@@ -32,14 +47,16 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 
-__all__ = ["BINS_PER_OCTAVE", "ClassLocality", "Locality", "bin_bounds", "class_of",
-           "measure_locality"]
+__all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_WINDOW", "ClassLocality",
+           "Locality", "bin_bounds", "bin_lows", "class_of", "measure_locality"]
 
 BINS_PER_OCTAVE = 8
 MAX_OCTAVES = 48            # distances and reuse times up to 2^48 references
 N_BINS = BINS_PER_OCTAVE * MAX_OCTAVES
-CURVE_POINTS = 64           # cache sizes of the measured LRU hit-rate curve (log-spaced)
 _SHARDS_MODULUS = 1 << 24
+EXACT_MAX_KEYS = 1 << 22    # beyond, measure_locality samples (see its Notes)
+SAMPLE_RATE = 0.1           # SHARDS' default rate (error: see Locality)
+SHARDS_WINDOW = 4096        # SHARDS' curve is exact below this many entries
 
 
 def class_of(counts: NDArray) -> NDArray[np.int64]:
@@ -101,8 +118,11 @@ class Locality:
     curve_sizes, curve_hits : arrays
         The LRU hit-rate curve as measured: the hit rate of an LRU cache of each size.
     sample_rate : float
-        1 for an exact pass; R < 1 for a SHARDS sample (its hit rates carry an error of
-        about 0.01 at R = 0.01, Waldspurger et al.).
+        1 for an exact pass; R < 1 for SHARDS. Measured error of its hit rates at the
+        default R = 0.1 (``SAMPLE_RATE``), largest over every size of the exact curve: 0.0007
+        on orm-busy (5 M references, 76 K keys; asserted <= 0.01 by a test), 0.0067 on
+        scarab-recs (1.2 M, 258 K); at R = 0.01, 0.006 and 0.013. Exact below 4,096 entries.
+        The key counts (``keys``, each class's) are then estimates.
     """
 
     order: str
@@ -175,7 +195,9 @@ class Locality:
         if ids != sorted(set(ids)):
             raise ProfileError(f"{where}.classes must be in increasing class order, each once")
         total = sum(c.references for c in classes)
-        if classes and abs(total - events * rate) > max(1.0, 0.5 * events * rate):
+        # exact: every reference once; SHARDS: the sampled keys' references, R of the
+        # stream's on average but as many as a few hot keys decide, never more than all
+        if classes and (total > events or (rate >= 1 and total != events)):
             raise ProfileError(f"{where}: the classes hold {total} references but events is "
                                f"{events}: the section disagrees with itself")
         return cls(order, events, keys, classes, sizes.astype(np.int64), hits, rate)
@@ -236,24 +258,42 @@ def _parse_class(doc: Any, where: str) -> ClassLocality:
     return ClassLocality(c, keys, first, sb, sc, rb, rc)
 
 
-def _curve_sizes(keys: int) -> NDArray[np.int64]:
-    """Log-spaced cache sizes from 1 to ``keys`` (every size when there are few)."""
-    if keys <= CURVE_POINTS:
-        return np.arange(1, max(keys, 1) + 1, dtype=np.int64)
-    return np.unique(np.round(np.geomspace(1, keys, CURVE_POINTS)).astype(np.int64))
+def bin_lows() -> NDArray[np.int64]:
+    """The integer lower bounds of 63 octaves of bins (``bin_bounds``), as the compiled
+    passes bin by: bin b holds the integers in [lows[b], lows[b + 1])."""
+    lo, _ = bin_bounds(np.arange(BINS_PER_OCTAVE * 63 + 1))
+    return np.minimum(lo, 2.0**62).astype(np.int64)
 
 
-def _shards_keep(dense: NDArray[np.int64], hashes: NDArray[np.uint64] | None,
-                 rate: float) -> NDArray[np.bool_]:
-    """SHARDS' spatial filter: a reference is kept when its key's hash falls in the first
-    ``rate`` of the hash space, so every reference of a sampled key is kept."""
-    source = hashes if hashes is not None else dense.astype(np.uint64)
-    mixed = source * np.uint64(0x9E3779B97F4A7C15)
-    mixed ^= mixed >> np.uint64(29)
-    mixed *= np.uint64(0xBF58476D1CE4E5B9)
-    mixed ^= mixed >> np.uint64(32)
-    threshold = np.uint64(int(rate * _SHARDS_MODULUS))
-    return (mixed % np.uint64(_SHARDS_MODULUS)) < threshold
+def _curve(hits_upto: NDArray[np.float64], events: int, n_keys: int,
+           lows: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """(sizes, hit rates) of the LRU hit-rate curve at every other bin edge below
+    ``n_keys`` (about 4 sizes an octave, every size up to 6) and at ``n_keys``, from
+    ``hits_upto[b]``: the hits of references whose distance plus one lies in bin b or below.
+    An LRU cache of s entries hits exactly the references at distance < s, so at size
+    lows[b + 1] - 1 it hits hits_upto[b]."""
+    b = np.arange(1, N_BINS, 2)
+    sizes = lows[b + 1] - 1
+    ok = (sizes >= 1) & (sizes < n_keys)
+    sizes, hits = sizes[ok], hits_upto[b[ok]]
+    sizes, last = np.unique(sizes[::-1], return_index=True)   # equal sizes: equal hits
+    hits = hits[::-1][last]
+    sizes = np.append(sizes, max(n_keys, 1)).astype(np.int64)
+    hits = np.append(hits, hits_upto[-1]) / max(events, 1)
+    return sizes, np.clip(hits, 0.0, 1.0)
+
+
+def _classes(stack: NDArray[np.int64], reuse: NDArray[np.int64], first: NDArray[np.int64],
+             keys_per_class: NDArray[np.int64]) -> tuple[ClassLocality, ...]:
+    out = []
+    for c in range(keys_per_class.size):
+        if keys_per_class[c] == 0 and first[c] == 0:
+            continue
+        sb = np.flatnonzero(stack[c])
+        rb = np.flatnonzero(reuse[c])
+        out.append(ClassLocality(c, int(keys_per_class[c]), int(first[c]), sb, stack[c, sb],
+                                 rb, reuse[c, rb]))
+    return tuple(out)
 
 
 def measure_locality(keys: NDArray, *, order: str = "file",
@@ -268,49 +308,83 @@ def measure_locality(keys: NDArray, *, order: str = "file",
     order : str
         How the stream was ordered, recorded as is (``"file"`` or ``"time:<column>"``).
     sample_rate : float, optional
-        SHARDS sampling rate R in (0, 1): only keys whose hash falls in the first R of the
-        hash space are passed through the stack, distances scaled by 1/R.
+        None (default): exact, unless the stream has more than ``EXACT_MAX_KEYS`` distinct
+        keys, then SHARDS at ``SAMPLE_RATE``. 1: exact whatever the size. R in (0, 1):
+        SHARDS at rate R (``shards_pass``).
+
+    Notes
+    -----
+    Where sampling starts (``EXACT_MAX_KEYS`` = 2^22 distinct keys), measured on one core
+    (``benchmarks/bench_locality.py``): the exact pass costs about 60 bytes a distinct key
+    (hash table, stack, positions) plus 4 a reference, and runs at 35-50 M references/s while
+    its keys' state stays in cache (orm-busy: 5 M references, 76 K keys), but at 5.7 M/s and
+    +830 MB on 100 M references over 7.3 M keys in independent order (every cold key a
+    cache miss), where SHARDS at R = 0.1 runs at 20 M/s in +260 MB with its curve within
+    0.01. Past 4 M keys the exact pass would cost more than the rest of the profile; the key
+    count is found by the pass itself, which stops there and starts over sampled.
     """
     from hotshard.profile._locality_kernels import dense_ids, stack_pass
 
     arr = np.asarray(keys)
     if arr.size == 0:
         raise ProfileError("locality: the stream is empty")
-    hashes = arr.astype(np.uint64, copy=False) if arr.dtype != np.uint64 else arr
-    dense, n_keys = dense_ids(np.ascontiguousarray(hashes))
-    counts = np.bincount(dense, minlength=n_keys)
+    if sample_rate is not None and not 0 < sample_rate <= 1:
+        raise ProfileError(f"locality sample rate must be in (0, 1], got {sample_rate}")
+    hashes = np.ascontiguousarray(arr.astype(np.int64, copy=False) if arr.dtype != np.uint64
+                                  else arr.view(np.int64))
+    lows = bin_lows()
+    if sample_rate is None or sample_rate >= 1:
+        limit = EXACT_MAX_KEYS if sample_rate is None else 1 << 62
+        ids, n_keys, counts = dense_ids(hashes, limit)
+        if n_keys >= 0:
+            key_class = class_of(counts)
+            n_classes = int(key_class.max()) + 1
+            stack, reuse, first = stack_pass(ids, n_keys, key_class.astype(np.int8),
+                                             n_classes, N_BINS, lows, BINS_PER_OCTAVE)
+            del ids
+            sizes, hits = _curve(np.cumsum(stack.sum(axis=0)).astype(np.float64),
+                                 int(arr.size), n_keys, lows)
+            return Locality(order, int(arr.size), int(n_keys),
+                            _classes(stack, reuse, first, np.bincount(key_class)), sizes, hits)
+        sample_rate = SAMPLE_RATE
+    return _measure_shards(hashes, order, float(sample_rate), lows)
+
+
+def _measure_shards(hashes: NDArray[np.int64], order: str, rate: float,
+                    lows: NDArray[np.int64]) -> Locality:
+    """``measure_locality`` by SHARDS at ``rate`` with an exact window (see the module)."""
+    from hotshard.profile._locality_kernels import dense_ids, shards_pass, shards_sample
+
+    threshold = max(int(rate * _SHARDS_MODULUS), 1)
+    sampled = shards_sample(hashes, threshold)
+    if sampled.size == 0:
+        raise ProfileError(f"locality: a SHARDS sample at rate {rate:g} keeps no reference "
+                           "of this stream; use a higher rate or the exact pass")
+    ids, n_sampled, counts = dense_ids(sampled)
+    del sampled
     key_class = class_of(counts)
     n_classes = int(key_class.max()) + 1
-    rate = 1.0
-    stream = dense
-    if sample_rate is not None and sample_rate < 1.0:
-        if not 0 < sample_rate < 1:
-            raise ProfileError(f"locality sample rate must be in (0, 1), got {sample_rate}")
-        keep = _shards_keep(dense, hashes, sample_rate)
-        stream = dense[keep]
-        rate = float(sample_rate)
-        if stream.size == 0:
-            raise ProfileError(f"locality: a SHARDS sample at rate {sample_rate:g} keeps no "
-                               "reference of this stream; use a higher rate or the exact pass")
-    stack, reuse, first, exact = stack_pass(stream, n_keys, key_class.astype(np.int8),
-                                            n_classes, N_BINS, BINS_PER_OCTAVE, n_keys,
-                                            1.0 / rate)
-    keys_per_class = np.bincount(key_class, minlength=n_classes)
-    classes = []
-    for c in range(n_classes):
-        if keys_per_class[c] == 0:
-            continue
-        sb = np.flatnonzero(stack[c])
-        rb = np.flatnonzero(reuse[c])
-        classes.append(ClassLocality(c, int(keys_per_class[c]), int(first[c]), sb,
-                                     stack[c, sb], rb, reuse[c, rb]))
-    sizes = _curve_sizes(n_keys)
-    cumulative = np.cumsum(exact).astype(np.float64)  # hits of an LRU of size s: distance < s
-    expected = float(arr.size) * rate
-    # SHARDS-adj: the sample holds more or fewer references than R N by chance (a few hot
-    # keys decide it); the difference is counted as hits at distance 0, the hottest keys'
-    # typical case, which removes most of the sample's bias at small caches
-    cumulative += expected - stream.size
-    hits = np.clip(cumulative[np.minimum(sizes, exact.size) - 1] / expected, 0.0, 1.0)
-    return Locality(order, int(arr.size), int(n_keys), tuple(classes), sizes,
-                    np.minimum(hits, 1.0), rate)
+    stack, reuse, first, near, far, far_first = shards_pass(
+        hashes, threshold, ids, n_sampled, key_class.astype(np.int8), n_classes, N_BINS,
+        lows, BINS_PER_OCTAVE, SHARDS_WINDOW)
+    events = int(hashes.size)
+    # hits below the window: exact, for every reference; beyond it, the window's misses
+    # (exactly known) split as the sample's misses are: by estimated distance, and first
+    # references (so the key count, exact when the window never overflows)
+    near_bins = np.bincount(_bins_of(np.arange(1, SHARDS_WINDOW + 1), lows), weights=near,
+                            minlength=N_BINS)
+    misses = events - float(near.sum())
+    far_total = float(far.sum() + far_first)
+    share = np.cumsum(far) / far_total if far_total > 0 else np.zeros(N_BINS)
+    hits_upto = np.cumsum(near_bins) + misses * share
+    n_keys = max(int(round(misses * far_first / far_total)) if far_total > 0 else 1, 1)
+    per_class = np.rint(np.bincount(key_class, minlength=n_classes) * n_keys
+                        / n_sampled).astype(np.int64)
+    sizes, hits = _curve(hits_upto, events, n_keys, lows)
+    return Locality(order, events, n_keys, _classes(stack, reuse, first, per_class), sizes,
+                    np.maximum.accumulate(hits), rate)
+
+
+def _bins_of(values: NDArray[np.int64], lows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Bin of each integer value >= 1 (the last b with lows[b] <= value)."""
+    return np.searchsorted(lows, values, side="right") - 1

@@ -238,11 +238,14 @@ def _corrected(cdf: NDArray[np.float64], positions: NDArray[np.int64],
     reuse times cannot see that in production many keys' reuses move together (a scan
     re-reads a range of blocks); this step folds what that does to distances back in."""
     from hotshard.profile._locality_kernels import joint_pass
-    from hotshard.profile.locality import BINS_PER_OCTAVE
+    from hotshard.profile.locality import BINS_PER_OCTAVE, bin_lows
 
+    lows = bin_lows()
     key_rows = np.where(rows < 0, measured.size, rows)
-    joint = joint_pass(positions, counts.size, key_rows, measured.size + 1, N_BINS,
-                       BINS_PER_OCTAVE).astype(np.float64)
+    used = int(np.searchsorted(lows, max(positions.size, 1), side="right"))  # bins in use
+    joint = np.zeros((measured.size + 1, N_BINS, N_BINS))
+    joint[:, :used, :used] = joint_pass(positions, counts.size, key_rows, measured.size + 1,
+                                        used, lows, BINS_PER_OCTAVE)
     targets = {c.cls: c for c in locality.classes}
     out = cdf.copy()
     for i, cls in enumerate(measured.tolist()):
