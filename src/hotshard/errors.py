@@ -1,21 +1,45 @@
-"""The one error hierarchy of hotshard.
+"""The one error hierarchy of hotshard: every exception class the package raises is here.
 
 Every user mistake (missing file, bad value, malformed input) raises a ``HotshardError``; the CLI
 turns it into one line ``hotshard: error: ...`` and exit status 2. Subclasses also inherit the
-nearest builtin so library callers can catch them the usual way.
+nearest builtin so library callers can catch them the usual way (``except ValueError`` around a
+profile load, ``except ConnectionError`` around a request).
+
+Why one module: a caller looking for what to catch reads one file, and the test
+``tests/test_errors.py`` fails when a module defines an exception class of its own. The modules
+that raise these still re-export them (``hotshard.service.supervisor.ShardError``), so old
+imports keep working. Control-flow signals that are not errors (the CLI's ``Terminated``,
+``serve``'s ``LoadInterrupted``: a Ctrl-C that must unwind like one) stay where they are raised.
 """
 
 from __future__ import annotations
 
-__all__ = ["FitError", "HotshardError", "InputError", "ObservationsError", "ProfileError"]
+__all__ = [
+    "FitError", "HeaderLineError", "HotshardError", "InputError", "LoadError", "NodeLoading",
+    "NodeUnreachable", "ObservationsError", "ProfileError", "ProtocolError", "RespError",
+    "ShardError", "ShardTimeout", "ShardUnavailable", "TransportError",
+]
 
 
 class HotshardError(Exception):
     """Base of every error hotshard raises on purpose; the message says what to do."""
 
 
+# -- input: files, documents, arguments ---------------------------------------------------------
+
 class InputError(HotshardError, ValueError):
     """Input data or an argument is missing, malformed or out of range."""
+
+
+class HeaderLineError(InputError):
+    """A plain list of numbers was expected, but line 1 is a table's header.
+
+    ``columns`` are the header's column names: read one of them as a table column.
+    """
+
+    def __init__(self, message: str, columns: list[str]):
+        super().__init__(message)
+        self.columns = columns
 
 
 class FitError(HotshardError, ValueError):
@@ -28,3 +52,78 @@ class ProfileError(HotshardError, ValueError):
 
 class ObservationsError(HotshardError, ValueError):
     """An observations document is malformed; the message names the field path and the rule."""
+
+
+# -- the reference service ----------------------------------------------------------------------
+
+class ShardUnavailable(HotshardError, ConnectionError):
+    """A shard's worker is down or restarting; try again after ``retry_after`` seconds.
+    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503)."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0,
+                 shard: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.shard = shard
+
+
+class ShardTimeout(HotshardError, TimeoutError):
+    """A shard did not answer in time (a frozen or overloaded worker): the gateway's 504.
+    ``shard``: which shard, when known."""
+
+    def __init__(self, message: str, *, shard: int | None = None) -> None:
+        super().__init__(message)
+        self.shard = shard
+
+
+class ShardError(HotshardError, RuntimeError):
+    """A shard failed a request for a reason that is not the client's (storage, a bug).
+    ``shard``: which shard, when known."""
+
+    def __init__(self, message: str, *, shard: int | None = None) -> None:
+        super().__init__(message)
+        self.shard = shard
+
+
+class ProtocolError(HotshardError, ValueError):
+    """A gateway <-> shard frame that is not what the protocol says (never a user's mistake:
+    a bug or a crash). A ``ValueError`` like the malformed JSON it usually wraps, so a reader
+    that drops a connection on a bad value drops it on a bad frame too."""
+
+
+class LoadError(HotshardError, RuntimeError):
+    """A load failed part-way for a reason that is not the file's (a worker died, the disk
+    filled); the message says what is in the store now."""
+
+
+# -- talking to a store: the driver's requests, Redis Cluster -----------------------------------
+
+class TransportError(HotshardError, ConnectionError):
+    """A request failed (refused, reset, timed out, an error reply); ``kind`` names it, and
+    ``shard`` is the shard or node it was sent to when the target knows (a Redis Cluster
+    always does), so a frozen node's timeouts land in that node's row. A run's failure table
+    counts ``kind``; the message adds the shard, as ``RespError``'s adds the node."""
+
+    def __init__(self, kind: str, shard: str | None = None) -> None:
+        super().__init__(kind if shard is None else f"{kind} ({shard})")
+        self.kind = kind
+        self.shard = shard
+
+
+class RespError(HotshardError, ConnectionError):
+    """A command failed below Redis (refused, reset, timed out, not RESP) or could not log
+    in; ``kind`` names it, ``node`` is the node the command was sent to."""
+
+    def __init__(self, kind: str, node: str | None = None) -> None:
+        super().__init__(kind if node is None else f"{kind} ({node})")
+        self.kind = kind
+        self.node = node
+
+
+class NodeUnreachable(InputError):
+    """A node did not answer as a Redis server does: refused, reset, silent, too slow, or
+    not RESP."""
+
+
+class NodeLoading(InputError):
+    """A node answered LOADING: it is reading its data set into memory."""

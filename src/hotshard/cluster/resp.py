@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from hotshard.errors import HotshardError, InputError
+from hotshard.errors import HotshardError, InputError, NodeLoading, NodeUnreachable, RespError
 
 __all__ = ["DEFAULT_TIMEOUT", "PASSWORD_ENV", "TOO_MANY_REDIRECTS", "NodeLoading",
            "NodeUnreachable", "RedisURL", "RespCluster", "RespError", "aask_all", "aexchange",
@@ -57,21 +57,6 @@ MAX_REPLY_BYTES = 64 << 20  # a one-off question's replies (INFO of a node is ~1
 PASSWORD_HINT = (f"give it in the environment variable {PASSWORD_ENV} (kept off command lines) "
                  "or in the URL, redis-cluster://:PASSWORD@HOST:PORT, as `hotshard cluster up` "
                  "printed it (`hotshard cluster status --dir DIR` shows it again)")
-
-
-class RespError(HotshardError, ConnectionError):
-    """A command failed below Redis (refused, reset, timed out, not RESP) or could not log
-    in; ``kind`` names it, ``node`` is the node the command was sent to."""
-
-    def __init__(self, kind: str, node: str | None = None) -> None:
-        super().__init__(kind if node is None else f"{kind} ({node})")
-        self.kind = kind
-        self.node = node
-
-
-class NodeUnreachable(InputError):
-    """A node did not answer as a Redis server does: refused, reset, silent, too slow, or
-    not RESP."""
 
 
 def error_kind(error: str) -> str:
@@ -303,10 +288,6 @@ def _redact_text(url: str) -> str:
     scheme, sep, rest = url.rpartition("://")
     login, at, host = rest.rpartition("@")
     return f"{scheme}{sep}***@{host}" if at else url
-
-
-class NodeLoading(InputError):
-    """A node answered LOADING: it is reading its data set into memory."""
 
 
 def _login(url: RedisURL) -> list[tuple[str, ...]]:

@@ -18,23 +18,12 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from hotshard.errors import InputError
+from hotshard.errors import InputError, TransportError
 
 __all__ = ["HttpTarget", "RequestTemplate", "TransportError", "parse_template"]
 
 _METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD")
 MAX_OPENING = 16  # connections being opened at once
-
-
-class TransportError(Exception):
-    """A request failed (refused, reset, timed out, an error reply); ``kind`` names it, and
-    ``shard`` is the shard or node it was sent to when the target knows (a Redis Cluster
-    always does), so a frozen node's timeouts land in that node's row."""
-
-    def __init__(self, kind: str, shard: str | None = None) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.shard = shard
 
 
 @dataclass(frozen=True)

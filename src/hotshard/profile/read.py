@@ -14,23 +14,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard._files import csv_row_problem, require_file
-from hotshard.errors import InputError
+from hotshard.errors import HeaderLineError, InputError
 
 __all__ = ["FitInput", "HeaderLineError", "read_fit_input"]
 
 # Delimiters a table's header line may use, in the order a tie is broken.
 _DELIMITERS = ("\t", ",", ";")
-
-
-class HeaderLineError(InputError):
-    """A plain list of numbers was expected, but line 1 is a table's header.
-
-    ``columns`` are the header's column names: read one of them as a table column.
-    """
-
-    def __init__(self, message: str, columns: list[str]):
-        super().__init__(message)
-        self.columns = columns
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hotshard.errors import HotshardError, InputError
+from hotshard.errors import HotshardError, InputError, LoadError
 from hotshard.profile.count import resolve_inputs
 from hotshard.service.chat import ChatService
 
@@ -48,11 +48,6 @@ _CONTROL_CHARS = "[\\x00-\\x1f\\x7f-\\x9f]"
 # stopped, and its uncommitted transaction dies with its process.
 ABORT_TIMEOUT_S = 10.0
 _READERS = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}
-
-
-class LoadError(HotshardError, RuntimeError):
-    """A load failed part-way for a reason that is not the file's (a worker died, the disk
-    filled); the message says what is in the store now."""
 
 
 class _PartialCommit(LoadError):

@@ -16,6 +16,8 @@ import json
 import struct
 from typing import Any
 
+from hotshard.errors import ProtocolError
+
 __all__ = ["CONTROL_OPS", "DATA_OPS", "MAX_FRAME_BYTES", "ProtocolError", "decode", "encode",
            "read_frame_blocking"]
 
@@ -27,10 +29,6 @@ DATA_OPS = ("append", "append_many", "history", "load_begin", "load_rows", "load
             "load_abort")
 # Answered at once by the connection's reader: a busy shard still says it is alive.
 CONTROL_OPS = ("ping",)
-
-
-class ProtocolError(Exception):
-    """A frame that is not what the protocol says (never a user's mistake: a bug or a crash)."""
 
 
 def encode(message: dict[str, Any]) -> bytes:

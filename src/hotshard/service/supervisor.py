@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hotshard.errors import HotshardError, InputError
+from hotshard.errors import HotshardError, InputError, ShardError, ShardTimeout, ShardUnavailable
 from hotshard.service.protocol import HEADER, ProtocolError, decode, encode, frame_length
 from hotshard.service.worker import RUNTIME_PREFIX
 
@@ -36,35 +36,6 @@ __all__ = ["ShardClient", "ShardError", "ShardTimeout", "ShardUnavailable", "Sup
 READY_TIMEOUT_S = 30.0
 RESTART_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)
 CALL_TIMEOUT_S = 60.0
-
-
-class ShardUnavailable(HotshardError, ConnectionError):
-    """A shard's worker is down or restarting; try again after ``retry_after`` seconds.
-    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503)."""
-
-    def __init__(self, message: str, *, retry_after: float = 1.0,
-                 shard: int | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.shard = shard
-
-
-class ShardTimeout(HotshardError, TimeoutError):
-    """A shard did not answer in time (a frozen or overloaded worker): the gateway's 504.
-    ``shard``: which shard, when known."""
-
-    def __init__(self, message: str, *, shard: int | None = None) -> None:
-        super().__init__(message)
-        self.shard = shard
-
-
-class ShardError(HotshardError, RuntimeError):
-    """A shard failed a request for a reason that is not the client's (storage, a bug).
-    ``shard``: which shard, when known."""
-
-    def __init__(self, message: str, *, shard: int | None = None) -> None:
-        super().__init__(message)
-        self.shard = shard
 
 
 def db_path(data_dir: Path, shard: int) -> Path:
