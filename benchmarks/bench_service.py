@@ -111,7 +111,7 @@ def mitigations(tmp: Path, seconds: float) -> None:
 
         def phase(name: str, keys: list[str], changes: dict | None) -> None:
             if changes is not None:
-                off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 0}
+                off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 1}
                 svc.post("/admin/mitigations", json={**off, **changes,
                                                      "channels": [hot_channel]},
                          headers=svc.admin_headers)
@@ -141,8 +141,8 @@ def mitigations(tmp: Path, seconds: float) -> None:
         phase("none", traffic, None)
         phase("coalesce", traffic, {"coalesce": True})
         phase("cache 1s", traffic, {"cache_ttl_s": 1.0})
-        phase("2 replicas", traffic, {"replicas": 2})
-        phase("split 4x250ms", traffic, {"split": 4, "split_bucket_ms": 250})
+        phase("3 replicas (primary + 2)", traffic, {"replicas": 3})
+        phase("split 4x250ms", traffic, {"split_into": 4, "split_bucket_ms": 250})
     print(f"\nmitigations ({seconds:g} s per phase, 150 req/s, 5 ms CPU per read; hot shard "
           f"{hot}, channel {hot_channel}):")
     print("| mitigation | hot shard CPU | median other shard | hottest process share of "

@@ -225,7 +225,7 @@ def simulation_summary(result) -> str:
         lines.append(f"  event: {e.share:.0%} of all requests to key {e.key} from "
                      f"{format_duration(e.start)} to {end}")
     if w.active:
-        lines.append(f"  mitigations: {_mitigation_text(w)}")
+        lines.append(f"  mitigations: {w.text()}")
     pct = result.percentiles()
     if pct:
         lines.append("  latency   " + "  ".join(f"{k} {pct[k]:,.1f} ms" for k in
@@ -284,20 +284,6 @@ def _spec_text(spec: dict) -> str:
         else:
             parts.append(f"{key.replace('_', ' ')} {value}")
     return f"{kind} ({', '.join(parts)})" if parts else str(kind)
-
-
-def _mitigation_text(w) -> str:
-    parts = []
-    if w.split_keys and w.split_into > 1:
-        parts.append(f"top {w.split_keys} keys split into {w.split_into} sub-partitions")
-    if w.replicas > 1:
-        parts.append(f"reads over {w.replicas} replicas")
-    if w.local_cache_hit:
-        parts.append(f"{w.local_cache_hit:.0%} of the top {w.hot_keys} keys' reads from a "
-                     "local cache")
-    if w.coalesce:
-        parts.append("identical in-flight reads coalesced")
-    return "; ".join(parts)
 
 
 def _sparkline(values) -> str:

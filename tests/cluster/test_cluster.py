@@ -123,7 +123,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
         assert all_pages(svc, "big", limit=6) == written[::-1]
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
-        r = svc.post("/admin/mitigations", json={"replicas": 1}, headers=svc.admin_headers)
+        r = svc.post("/admin/mitigations", json={"replicas": 2}, headers=svc.admin_headers)
         assert r.status_code == 400 and "cluster up --replicas 1" in r.json()["error"]
     streams = sum(node_client(state, p).dbsize() for p in state.ports)
     assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets
@@ -201,8 +201,9 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
 
 
 def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
-    """`cluster up --replicas 1`; serve --store --replicas 1 reads the hot channel from the
-    master and its replica in turn (the replica's own command count rises)."""
+    """`cluster up --replicas 1` (a replica node per master); serve --store --replicas 2 (two
+    read nodes per shard) reads the hot channel from the master and its replica in turn (the
+    replica's own command count rises)."""
     from tests.service._traffic import serve
 
     base = _free_base(6)
@@ -212,7 +213,7 @@ def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
         store = state.url
         replicas = local.replica_map(store)
         assert all(len(r) == 1 for r in replicas.values()) and len(replicas) == 3
-        with serve(tmp_path / "data", "--store", store, "--replicas", "1",
+        with serve(tmp_path / "data", "--store", store, "--replicas", "2",
                    "--hot-channels", "hot1") as svc:
             shard = int(svc.post("/channels/hot1/messages",
                                  json={"user": "u", "body": "x"}).headers["x-shard"])

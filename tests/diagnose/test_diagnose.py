@@ -95,15 +95,16 @@ def test_incident_evidence_numbers_are_the_files_numbers(incident):
 
 
 def test_incident_recommends_mitigations_with_predicted_numbers(incident):
+    from hotshard.mitigations import Mitigations
     from hotshard.shards.partitioners import make_partitioner
-    from hotshard.shards.predict import WhatIf, predict
+    from hotshard.shards.predict import predict
 
     prod, test, profile = incident
     d = diagnose(prod, test, profile=profile, partitioner="kafka")
     split = next(r for r in d.recommendations if r.action.startswith("Split"))
     # the numbers are predict's, on the same profile and shard count
     ref = predict(profile, make_partitioner("kafka", SHARDS, key_type="bigint"),
-                  whatif=WhatIf(10, 8))
+                  mitigations=Mitigations(split_keys=10, split_into=8))
     assert split.hottest_before == pytest.approx(float(ref.shares.max()))
     assert split.hottest_after == pytest.approx(float(ref.after.shares.max()))
     assert split.hottest_after < split.hottest_before / 2

@@ -60,7 +60,7 @@ def test_the_incident_story_in_one_file(runs, tmp_path):
     assert re.search(r"simulation: incident-test</td><td>load test \(baseline\)", header)
     for name in ("profile", "shards", "latency", "mitigations"):
         assert "<svg" in _section(page, name), name
-    assert "top 10 keys split 8 ways" in _section(page, "mitigations")
+    assert "top 10 keys split into 8 time-bucket sub-partitions" in _section(page, "mitigations")
     diagnosis = _section(page, "diagnosis")
     first = re.search(r"<code>([a-z-]+)</code>", diagnosis).group(1)
     assert first == "key-skew"

@@ -111,6 +111,18 @@ def test_predict_labels_what_the_after_shares_are(web07_path):
     assert "one node" in doc["after"]["basis"]
 
 
+def test_predict_coalesce_is_a_switch_whose_merges_come_from_the_rates(web07_path):
+    base = ["predict", str(web07_path), "-p", "kafka", "-n", "16"]
+    res = run_cli(*base, "--coalesce")
+    assert res.returncode == 2 and "--coalesce needs --rps and --capacity" in res.stderr
+    res = run_cli(*base, "--coalesce", "0.5")  # the old fraction is no longer a value
+    assert res.returncode == 2
+    doc = json.loads(run_cli(*base, "--coalesce", "--rps", "3000", "--capacity", "400",
+                             "--json").stdout)
+    assert doc["whatif"]["coalesce"] is True and 0 < doc["whatif"]["coalesced_share"] < 0.9
+    assert doc["after"]["total_share"] == pytest.approx(1 - doc["whatif"]["coalesced_share"])
+
+
 def test_split_alone_adds_up_and_needs_no_label(web07_path):
     res = run_cli("predict", str(web07_path), "-p", "kafka", "-n", "16", "--split-hot", "10:4")
     assert res.returncode == 0, res.stderr

@@ -213,8 +213,8 @@ def test_mitigations_compare_hottest_and_median_cpu_and_p99(full, production, mi
     median_after = np.median(mitigated.shard_cpu)
     section = _section(full, "mitigations")
     words = _text(section)
-    assert "top 10 keys split 8 ways; reads over 2 replicas; identical in-flight reads " \
-           "coalesced" in words
+    assert "top 10 keys split into 8 time-bucket sub-partitions; reads spread over 2 replicas " \
+           "per shard (the primary and 1 more); identical in-flight reads coalesced" in words
     assert "the hottest shard&#x27;s CPU goes from 95% to 30%" in words
     assert "p99 from 800 ms to 50 ms (16x lower)" in words
     assert f"{100 * median_before:.0f}%" in words and f"{100 * median_after:.0f}%" in words
@@ -333,13 +333,27 @@ def test_given_roles_must_be_among_the_runs(production, test_run):
 
 
 def test_mitigation_words_from_simulator_and_service_records():
+    from hotshard.mitigations import MODEL_FIELDS, Mitigations
+    from hotshard.service.mitigations import SERVICE_FIELDS
+
     sim = Observations(label="x", extra={"simulation": {"mitigations": {
         "split_hot": None, "replicas": 1, "local_cache_hit": 0.0, "coalesce": False}}})
     assert mitigations_of(sim) is None  # recorded, but all off
-    service = Observations(label="x", extra={"mitigations": {
+    words = ("hot keys split into 4 time-bucket sub-partitions; reads spread over 2 replicas "
+             "per shard (the primary and 1 more); hot keys' reads cached for 2 s")
+    # an older service record counted the replica workers beside the primary
+    old = Observations(label="x", extra={"mitigations": {
         "split": 4, "replicas": 1, "cache_ttl_s": 2, "coalesce": False}})
-    assert mitigations_of(service) == ("hot keys split 4 ways; 1 read replica for hot keys; "
-                                       "hot keys' reads cached for 2 s")
+    assert mitigations_of(old) == words
+    m = Mitigations(split_into=4, replicas=2, cache_ttl_s=2.0)
+    service = Observations(label="x", extra={"mitigations": m.to_dict(SERVICE_FIELDS)})
+    assert mitigations_of(service) == words
+    m = Mitigations(split_keys=10, split_into=8, cache_hit=0.5, coalesce=True)
+    sim = Observations(label="x", extra={"simulation": {"mitigations": m.to_dict(MODEL_FIELDS)}})
+    assert mitigations_of(sim) == m.text()
+    # a malformed field is left off, the others read
+    odd = Observations(label="x", extra={"mitigations": {"split_into": "four", "replicas": 3}})
+    assert mitigations_of(odd) == "reads spread over 3 replicas per shard (the primary and 2 more)"
 
 
 # -- writing -----------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def test_a_cross_site_request_cannot_switch_mitigations(svc):
                  headers={"content-type": "text/plain"})
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
     assert svc.get("/admin/mitigations", headers=svc.admin_headers).json() == before
-    assert before["coalesce"] is False and before["replicas"] == 0
+    assert before["coalesce"] is False and before["replicas"] == 1
 
 
 def test_wrong_host_no_token_wrong_token_and_text_are_refused(svc):

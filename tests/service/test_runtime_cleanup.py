@@ -28,7 +28,7 @@ def _socket_dir(pid: int) -> Path:
 
 
 def test_kill_9_of_the_gateway_leaves_no_worker_and_no_socket_dir(tmp_path):
-    with serve(tmp_path / "data", "--shards", "3", "--replicas", "1") as svc:
+    with serve(tmp_path / "data", "--shards", "3", "--replicas", "2") as svc:  # + 1 replica
         workers = [p["pid"] for s in svc.stats()["shards"] for p in [s, *s["replicas"]]]
         assert len(workers) == 6 and all(_alive(pid) for pid in workers)
         runtime = _socket_dir(workers[0])

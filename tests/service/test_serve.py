@@ -131,8 +131,12 @@ def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
     r = svc.post("/admin/mitigations", content=b"{not json",
                  headers={**admin, "content-type": "application/json"})
     assert r.status_code == 400
-    r = svc.post("/admin/mitigations", json={"split": 1}, headers=admin)
-    assert r.status_code == 400 and "split" in r.json()["error"]
+    r = svc.post("/admin/mitigations", json={"split_into": 65}, headers=admin)
+    assert r.status_code == 400 and "split_into must be 1 (off) to 64" in r.json()["error"]
+    r = svc.post("/admin/mitigations", json={"replicas": 0}, headers=admin)
+    assert r.status_code == 400 and "primary included" in r.json()["error"]
+    r = svc.post("/admin/mitigations", json={"cache_hit": 0.5}, headers=admin)  # a what-if
+    assert r.status_code == 400 and "cache_hit" in r.json()["error"]
     r = svc.post("/admin/mitigations", json={"cache_ttl_s": 30, "channels": ["cached"]},
                  headers=admin)
     assert r.status_code == 200 and r.json()["cache_ttl_s"] == 30
@@ -230,7 +234,7 @@ def test_wrong_inputs_to_serve_are_one_line_errors(tmp_path):
         r = run_cli("serve", "--load", str(path), "--data", str(tmp_path / "d4"))
         assert r.returncode == 2 and words in r.stderr, r.stderr
         assert not (tmp_path / "d4").exists()  # checked before anything was made
-    r = run_cli("serve", "--split", "1")
+    r = run_cli("serve", "--split", "65")
     assert r.returncode == 2 and "--split" in r.stderr
 
 

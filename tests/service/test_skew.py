@@ -82,7 +82,7 @@ def test_hot_shard_shows_in_stats_and_each_mitigation_shrinks_the_spread(tmp_pat
         assert base["hot_vs_median"] > 1.8, base
 
         def mitigated(changes: dict) -> dict:
-            off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 0}
+            off = {"coalesce": False, "cache_ttl_s": 0, "replicas": 1}
             r = svc.post("/admin/mitigations", json={**off, **changes,
                                                      "channels": [hot_channel]},
                          headers=svc.admin_headers)
@@ -93,9 +93,9 @@ def test_hot_shard_shows_in_stats_and_each_mitigation_shrinks_the_spread(tmp_pat
         assert coalesce["stats"]["shards"][hot_shard]["coalesced"] > 0
         cache = mitigated({"cache_ttl_s": 1.0})
         assert cache["stats"]["shards"][hot_shard]["cache_hits"] > 0
-        replicas = mitigated({"replicas": 2})
+        replicas = mitigated({"replicas": 3})  # the primary and two replica workers
         assert any(r["cpu_seconds"] for r in replicas["stats"]["shards"][hot_shard]["replicas"])
-        split = mitigated({"split": 4, "split_bucket_ms": 250})
+        split = mitigated({"split_into": 4, "split_bucket_ms": 250})
         report = {name: round(p["hot_share"], 3) for name, p in [
             ("baseline", base), ("coalesce", coalesce), ("cache", cache),
             ("replicas", replicas), ("split", split)]}

@@ -5,9 +5,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from hotshard.errors import InputError
+from hotshard.mitigations import Mitigations
 from hotshard.profile.count import count_profile
 from hotshard.shards.partitioners import make_partitioner
-from hotshard.shards.predict import WhatIf, predict
+from hotshard.shards.predict import predict
 from tests.conftest import shared
 
 TRACES = ["web07", "scarab-recs", "cloudphysics"]
@@ -84,44 +85,45 @@ def test_uniform_band_and_cpu(recorded):
     assert d["hottest"]["top_keys"][0]["share"] > 0
 
 
-def test_whatifs_cool_the_hot_shard(recorded):
+def test_mitigations_cool_the_hot_shard(recorded):
     prof, parts = recorded["scarab-recs"]
     part = parts[0]
     before = predict(prof, part)
-    split = predict(prof, part, whatif=WhatIf(split_keys=20, split_into=16))
+    split = predict(prof, part, mitigations=Mitigations(split_keys=20, split_into=16))
     assert split.after.max_over_mean < before.max_over_mean
     assert split.after.shares.sum() == pytest.approx(1.0)  # splitting moves load, keeps it
-    cached = predict(prof, part, whatif=WhatIf(cache_hit=0.9, hot_keys=50))
+    cached = predict(prof, part, mitigations=Mitigations(cache_hit=0.9, hot_keys=50))
     removed = 1 - cached.after.shares.sum()
     expected = 0.9 * 0.9 * prof.head_counts[:50].sum() / prof.events  # reads x hit x hot share
     assert removed == pytest.approx(expected)
-    rep = predict(prof, part, whatif=WhatIf(replicas=3))
+    rep = predict(prof, part, mitigations=Mitigations(replicas=3))
     assert rep.after.shares == pytest.approx(before.shares * (0.1 + 0.9 / 3))
 
 
-def test_bad_whatifs():
-    with pytest.raises(InputError, match="replicas must be"):
-        WhatIf(replicas=0)
-    with pytest.raises(InputError, match=r"cache_hit must be a fraction in \[0, 1\], got 1.5"):
-        WhatIf(cache_hit=1.5)
+def test_predict_refuses_what_it_cannot_model(web07_profile):
+    part = make_partitioner("kafka", 16, key_type="bigint")
+    with pytest.raises(InputError, match="coalescing needs rps and capacity"):
+        predict(web07_profile, part, mitigations=Mitigations(coalesce=True))
+    with pytest.raises(InputError, match="cache_ttl_s does not apply to predict"):
+        predict(web07_profile, part, mitigations=Mitigations(cache_ttl_s=1.0))
 
 
-WHATIFS = [
-    WhatIf(),
-    WhatIf(replicas=3),
-    WhatIf(cache_hit=0.5),
-    WhatIf(split_keys=10, split_into=8),
-    WhatIf(split_keys=10, split_into=8, replicas=3, cache_hit=0.5),
-    WhatIf(replicas=5, coalesce=0.7, hot_keys=50),
-    WhatIf(split_keys=3, split_into=2, replicas=2, cache_hit=0.9, coalesce=0.5, hot_keys=20),
+MITIGATIONS = [
+    Mitigations(),
+    Mitigations(replicas=3),
+    Mitigations(cache_hit=0.5),
+    Mitigations(split_keys=10, split_into=8),
+    Mitigations(split_keys=10, split_into=8, replicas=3, cache_hit=0.5),
+    Mitigations(replicas=5, coalesce=True, hot_keys=50),
+    Mitigations(split_keys=3, split_into=2, replicas=2, cache_hit=0.9, coalesce=True, hot_keys=20),
 ]
 
 
 @pytest.mark.parametrize("store", [("kafka", 64), ("cassandra", 12), ("jump", 7)])
-@pytest.mark.parametrize("whatif", WHATIFS, ids=lambda w: w.text())
-def test_listed_keys_never_add_up_to_more_than_their_shard(web07_profile, store, whatif):
+@pytest.mark.parametrize("mitigations", MITIGATIONS, ids=lambda w: w.text())
+def test_listed_keys_never_add_up_to_more_than_their_shard(web07_profile, store, mitigations):
     part = make_partitioner(store[0], store[1], key_type="bigint")
-    pred = predict(web07_profile, part, whatif=whatif)
+    pred = predict(web07_profile, part, rps=3000, capacity=400, mitigations=mitigations)
     for p in (pred, pred.after) if pred.after is not None else (pred,):
         listed = sum(share for _, share in p.hottest_keys)
         assert 0 < listed <= p.shares[p.hottest] + 1e-12, (p.basis, listed)
@@ -132,7 +134,7 @@ def test_key_shares_after_are_per_node_like_the_shards(web07_profile):
     prof = web07_profile
     part = make_partitioner("kafka", 64, key_type="bigint")
     read, kept, r = 0.9, 0.5, 3  # the default read share (the profile has no operations)
-    pred = predict(prof, part, whatif=WhatIf(replicas=r, cache_hit=0.5, hot_keys=10))
+    pred = predict(prof, part, mitigations=Mitigations(replicas=r, cache_hit=0.5, hot_keys=10))
     count = dict(zip(prof.head_keys, prof.head_counts, strict=True))
     rank = {k: i for i, k in enumerate(prof.head_keys)}
     for key, share in pred.after.hottest_keys:
@@ -147,7 +149,7 @@ def test_key_shares_after_are_per_node_like_the_shards(web07_profile):
 
 def test_after_uniform_band_is_scaled_to_the_load_left(web07_profile):
     part = make_partitioner("kafka", 64, key_type="bigint")
-    pred = predict(web07_profile, part, whatif=WhatIf(replicas=3, cache_hit=0.5))
+    pred = predict(web07_profile, part, mitigations=Mitigations(replicas=3, cache_hit=0.5))
     total = pred.after.shares.sum()
     assert pred.after.uniform_low == pytest.approx(pred.uniform_low * total)
     assert pred.after.uniform_high == pytest.approx(pred.uniform_high * total)
@@ -173,11 +175,47 @@ def test_saturated_shards_and_the_rps_at_full_cpu(web07_profile):
 def test_split_beyond_the_head_says_how_many_keys_were_split(web07_profile):
     part = make_partitioner("kafka", 64, key_type="bigint")
     n_head = len(web07_profile.head_keys)
-    asked = predict(web07_profile, part, whatif=WhatIf(split_keys=10 * n_head, split_into=8))
-    done = predict(web07_profile, part, whatif=WhatIf(split_keys=n_head, split_into=8))
+    asked = predict(web07_profile, part,
+                    mitigations=Mitigations(split_keys=10 * n_head, split_into=8))
+    done = predict(web07_profile, part, mitigations=Mitigations(split_keys=n_head, split_into=8))
     assert asked.after.shares == pytest.approx(done.after.shares)
     assert asked.whatif["split_hot"] == f"{10 * n_head}:8"
     assert asked.whatif["split_keys_effective"] == n_head
     assert asked.whatif["text"].startswith(f"top {n_head} keys split")
     assert len(asked.whatif["notes"]) == 1 and f"only the top {n_head}" in asked.whatif["notes"][0]
     assert done.whatif["notes"] == []
+
+
+def test_coalescing_leaves_each_key_one_read_per_dead_time(web07_profile):
+    """Closed form (module notes): a node's reads of a key at rate lambda, each in flight for
+    one service time 1/capacity, keep 1 / (1 + lambda / capacity) of them."""
+    prof = web07_profile
+    part = make_partitioner("kafka", 64, key_type="bigint")
+    rps, capacity, read, r = 3000.0, 400.0, 0.9, 2
+    pred = predict(prof, part, rps=rps, capacity=capacity,
+                   mitigations=Mitigations(replicas=r, coalesce=True))
+    count = dict(zip(prof.head_keys, prof.head_counts, strict=True))
+    for key, share in pred.after.hottest_keys:
+        rate = rps * count[key] / prof.events * read / r
+        per_event = (1 - read) + read / (1 + rate / capacity) / r
+        assert share == pytest.approx(count[key] / prof.events * per_event)
+    rate = rps * prof.head_counts / prof.events * read / r
+    merged = np.sum(prof.head_counts * read * (rate / capacity) / (1 + rate / capacity))
+    assert pred.whatif["coalesced_share"] == pytest.approx(merged / prof.events)
+    assert pred.whatif["coalesce"] is True and "at least" in pred.whatif["notes"][-1]
+
+
+def test_coalesced_fraction_matches_the_event_loop():
+    """Independent reference: the simulator's event loop (sim.queues.serve) coalescing one
+    key's Poisson reads, each in service for 1/capacity, keeps 1 / (1 + lambda / capacity) of
+    them, the fraction predict uses."""
+    from hotshard.sim.queues import serve
+
+    rng = np.random.default_rng(3)
+    capacity = 400.0
+    for rate in (40.0, 400.0, 2000.0):
+        arrivals = np.cumsum(rng.exponential(1 / rate, 200_000))
+        served = serve(arrivals, np.full(arrivals.size, 1 / capacity),
+                       keys=np.zeros(arrivals.size, dtype=np.int64))
+        kept = 1 - served.coalesced.mean()
+        assert kept == pytest.approx(1 / (1 + rate / capacity), rel=0.01)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from hotshard.errors import InputError
+from hotshard.mitigations import Mitigations
 from hotshard.sim.arrivals import PoissonArrivals
-from hotshard.sim.model import Mitigations, ServiceModel, simulate
+from hotshard.sim.model import ServiceModel, simulate
 from hotshard.sim.service import Exponential
 from hotshard.workload import sampler as samplers
 from hotshard.workload.profile_sampler import from_profile
@@ -105,8 +106,11 @@ def test_bad_arguments(kwargs, message):
 def test_bad_models():
     with pytest.raises(InputError, match="shards must be >= 1"):
         ServiceModel(shards=0)
-    with pytest.raises(InputError, match="replicas must be >= 1"):
+    with pytest.raises(InputError, match=r"must be >= 1 \(1: no replica\), got 0"):
         Mitigations(replicas=0)
+    with pytest.raises(InputError, match="cache_ttl_s does not apply to simulate"):
+        simulate(samplers.uniform(10), rps=10.0, duration=1.0, model=SMALL,
+                 mitigations=Mitigations(cache_ttl_s=1.0))
 
 
 def _event(key, share):

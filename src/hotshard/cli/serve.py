@@ -81,13 +81,15 @@ placement (partitioner, shard_count, key_type, layout).
               "attributably instead of holding its requests.")
 @click.option("--max-body", "max_body_bytes", type=click.IntRange(1, 1 << 20), default=4096,
               show_default=True, help="Largest message body in bytes (413 above).")
-@click.option("--split", type=click.IntRange(0, 64), default=0, show_default=True,
+@click.option("--split", type=click.IntRange(0, 64), default=1, show_default=True,
               help="Mitigation: split each hot channel over S time-bucket sub-partitions on "
-              "different shards (0: off).")
+              "different shards (1: off; 0 is taken as 1).")
 @click.option("--split-bucket", type=Seconds(), default=1.0, show_default=True,
               help="Length of one time bucket of a split channel.")
-@click.option("--replicas", type=click.IntRange(0, 8), default=0, show_default=True,
-              help="Mitigation: R read-only replica workers per shard serve hot reads.")
+@click.option("--replicas", type=click.IntRange(1, 9), default=1, show_default=True,
+              help="Mitigation: hot channels' reads spread over R read nodes per shard, the "
+              "primary included (1: no replica; R - 1 read-only replica workers), as in "
+              "predict and simulate.")
 @click.option("--cache-ttl", type=Seconds(), default=None,
               help="Mitigation: gateway cache of hot channels' pages, this TTL (e.g. 1s).")
 @click.option("--coalesce", is_flag=True,
@@ -114,7 +116,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
       hotshard generate examples/incident.profile.json --events 1e6 -o m.parquet
       hotshard serve --data /tmp/chat2 --load m.parquet --cost-ms 2
       hotshard serve --data /tmp/chat2 --load more.parquet --append
-      hotshard serve --data /tmp/chat --replicas 2 --coalesce --cache-ttl 1s
+      hotshard serve --data /tmp/chat --replicas 3 --coalesce --cache-ttl 1s
     """
     import importlib.util
     from pathlib import Path
@@ -127,7 +129,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     if missing:
         raise HotshardError(f"hotshard serve needs {', '.join(missing)}: "
                             "pip install 'hotshard[serve]' (make demo installs it)")
-    from hotshard.service.mitigations import Mitigations
+    from hotshard.mitigations import Mitigations
     from hotshard.service.server import ServeConfig
     from hotshard.service.server import serve as run
 
@@ -139,8 +141,6 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
             raise click.UsageError("--store places channels by the cluster's slot map: give "
                                    "no other --partitioner")
         partitioner, shards = "redis-cluster", None
-    if split == 1:
-        raise click.BadParameter("must be 0 (off) or >= 2", param_hint="'--split'")
     if append and not load_file:
         raise click.UsageError("--append adds a --load file's rows: give --load FILE too")
     if admin_token is not None:
@@ -160,7 +160,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     if any(k in layout for k in ("ring_file", "slots_map", "map_file", "chunks_file")):
         shards_given = click.get_current_context().get_parameter_source("shards")
         shards = shards if shards_given == click.core.ParameterSource.COMMANDLINE else None
-    mitigations = Mitigations(split=split, split_bucket_ms=max(1, round(split_bucket * 1000)),
+    mitigations = Mitigations(split_into=max(split, 1),
+                              split_bucket_ms=max(1, round(split_bucket * 1000)),
                               replicas=replicas, cache_ttl_s=cache_ttl or 0.0,
                               coalesce=coalesce, channels=hot_channels, hot_share=hot_share)
     config = ServeConfig(Path(data_dir), shards=shards, partitioner=partitioner,
@@ -187,7 +188,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     def listening(up) -> None:  # a hotshard.service.server.Listening
         served.append(up)
         url = up.url
-        on = [name for name, value in (("split", split), ("replicas", replicas),
+        on = [name for name, value in (("split", split > 1), ("replicas", replicas > 1),
                                        ("cache", cache_ttl), ("coalesce", coalesce)) if value]
         which = "hot channels" if hot_channels is None else ", ".join(hot_channels)
         where = f"the Redis Cluster at {redact_url(store)}" if store else \

@@ -26,6 +26,7 @@ def _need_shard_count(partitioner, shards, layout) -> None:
                                "partitioner needs it)")
 
 
+
 @click.command(epilog=KEY_TYPE_RULE)
 @click.argument("keys", nargs=-1, required=True, metavar="KEY...")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, required=True,
@@ -85,13 +86,15 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
 @click.option("--split-hot", type=SplitSpec(), metavar="K:S",
               help="What if the top K keys were each split into S sub-partitions (time buckets)?")
 @click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
-              help="What if reads were spread over R replicas per shard?")
+              help="What if each shard's reads were spread over R replicas, the primary "
+                   "included (1: no replica; writes go to all R)?")
 @click.option("--cache-hit", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="What if this fraction of hot-key reads hit a local cache?")
-@click.option("--coalesce", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="What if this fraction of hot-key reads merged with an in-flight one?")
+              help="What if this fraction of the top keys' reads hit a local cache?")
+@click.option("--coalesce", is_flag=True,
+              help="What if a read arriving while an identical read is in flight waited for "
+                   "it? Needs --rps and --capacity: the merges are predicted from the rates.")
 @click.option("--hot-keys", type=click.IntRange(min=1), default=10, show_default=True,
-              help="How many top keys --cache-hit and --coalesce apply to.")
+              help="How many top keys --cache-hit applies to.")
 @click.option("--slots-from", metavar="redis://HOST:PORT",
               help="Redis Cluster: read the live CLUSTER SLOTS map from any node (the store's "
                    "own word for where keys live); nodes are numbered by address.")
@@ -109,21 +112,24 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     so 95% against 20% is visibly not noise. With --rps and --capacity it names the shards
     over 100% CPU (saturated) and the rps at which the hottest shard reaches 100%.
 
-    Mitigation flags show before and after. After them every share, of a shard or of a key, is
-    of the requests before mitigation that reach one node of the shard: with a cache or
-    replicas the shares add up to less than 100%. Only the profile's head keys are known by
-    name, so --split-hot and --hot-keys reach at most those (the output says when).
+    Mitigation flags show before and after; they mean what they mean in `simulate` and
+    `serve`. After them every share, of a shard or of a key, is of the requests before
+    mitigation that reach one node of the shard: with a cache or replicas the shares add up to
+    less than 100%. Only the profile's head keys are known by name, so --split-hot and
+    --hot-keys reach at most those (the output says when). --coalesce counts the reads that
+    must merge while one is in service (1/capacity), not those merged while it queues: an
+    upper bound on what is left.
 
     \b
     Examples:
       hotshard predict profile.json -p cassandra -n 12 --rps 3000 --capacity 400
       hotshard predict profile.json -p kafka -n 64 --split-hot 10:8 --replicas 3
     """
+    from hotshard.mitigations import Mitigations
     from hotshard.profile.model import Profile
     from hotshard.render import prediction_summary
     from hotshard.shards import resolve_key_type
     from hotshard.shards.partitioners import make_partitioner
-    from hotshard.shards.predict import WhatIf
     from hotshard.shards.predict import predict as run_predict
 
     live = None
@@ -137,6 +143,9 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
         _need_shard_count(partitioner, shards, layout)
     if (rps is None) != (capacity is None):
         raise click.UsageError("--rps and --capacity go together (CPU = rps x share / capacity)")
+    if coalesce and rps is None:
+        raise click.UsageError("--coalesce needs --rps and --capacity: how many reads merge "
+                               "depends on how often a key's reads overlap one in flight")
     prof = Profile.load(profile_path)
     chosen = resolve_key_type(partitioner, key_type, integer_keys=prof.integer_keys)
     part = make_partitioner(partitioner, shards, key_type=chosen, key_template=key_template,
@@ -146,8 +155,9 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
 
         note("nodes: " + ", ".join(f"{i} = {a}" for i, a in enumerate(live[1])))
     k, s = split_hot or (0, 1)
-    whatif = WhatIf(k, s, replicas, cache_hit, coalesce, hot_keys)
-    result = run_predict(prof, part, rps=rps, capacity=capacity, whatif=whatif)
+    mitigations = Mitigations(split_keys=k, split_into=s, replicas=replicas,
+                              cache_hit=cache_hit, coalesce=coalesce, hot_keys=hot_keys)
+    result = run_predict(prof, part, rps=rps, capacity=capacity, mitigations=mitigations)
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     else:

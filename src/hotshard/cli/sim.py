@@ -54,7 +54,8 @@ _SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "order", "sh
 @click.option("--split-hot", type=SplitSpec(), metavar="K:S",
               help="Mitigation: split the top K keys into S time-bucket sub-partitions.")
 @click.option("--replicas", type=click.IntRange(min=1),
-              help="Mitigation: spread each shard's reads over R replicas (writes go to all).")
+              help="Mitigation: spread each shard's reads over R replicas, the primary "
+                   "included (1: no replica; writes go to all R) [default: 1].")
 @click.option("--cache-hit", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Mitigation: this fraction of the top keys' reads served by a local cache.")
 @click.option("--hot-keys", type=click.IntRange(min=1), default=10, show_default=True,

@@ -40,9 +40,10 @@ def _is_production(obs: Observations) -> bool:
 def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None
               ) -> list[Recommendation]:
     """Predict the hottest shard's share before and after each mitigation on this profile."""
+    from hotshard.mitigations import Mitigations
     from hotshard.shards import resolve_key_type
     from hotshard.shards.partitioners import make_partitioner
-    from hotshard.shards.predict import WhatIf, predict
+    from hotshard.shards.predict import predict
 
     key_type = resolve_key_type(partitioner, None, integer_keys=profile.integer_keys)
     part = make_partitioner(partitioner, n_shards, key_type=key_type)
@@ -50,14 +51,17 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
     options = []
     if split:
         options.append((f"split the {split} hottest keys over {SPLIT_INTO} time-bucket "
-                        "sub-partitions (writes and reads)", WhatIf(split, SPLIT_INTO)))
-    options.append((f"serve reads from {REPLICAS} replicas per shard", WhatIf(replicas=REPLICAS)))
+                        "sub-partitions (writes and reads)",
+                        Mitigations(split_keys=split, split_into=SPLIT_INTO)))
+    options.append((f"serve reads from {REPLICAS} replicas per shard (the primary and "
+                    f"{REPLICAS - 1} more)", Mitigations(replicas=REPLICAS)))
     if split:
-        options.append(("both", WhatIf(split, SPLIT_INTO, REPLICAS)))
+        options.append(("both", Mitigations(split_keys=split, split_into=SPLIT_INTO,
+                                            replicas=REPLICAS)))
     out = []
     base = None
-    for action, whatif in options:
-        result = predict(profile, part, whatif=whatif)
+    for action, mitigations in options:
+        result = predict(profile, part, mitigations=mitigations)
         base = float(result.shares.max())
         after = float(result.after.shares.max())
         detail = (f"hotshard predict ({partitioner}, {n_shards} shards): the hottest shard "

@@ -8,16 +8,18 @@ Plain data, no matplotlib and no HTML (STYLE.md: calculation apart from output).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
+from hotshard.mitigations import Mitigations
 from hotshard.observations import Observations
 
 if TYPE_CHECKING:
@@ -70,39 +72,49 @@ def _number(value: Any) -> float:
     return float(value) if ok else 0.0
 
 
-def _words(m: Mapping[str, Any]) -> list[str]:
-    """The switched-on mitigations of one record: the simulator's and predict's (split_hot,
-    replicas >= 2, local_cache_hit / cache_hit, coalesce) or the service's (split, replicas
-    >= 1, cache_ttl_s, coalesce)."""
-    words = []
-    hot = m.get("hot_keys")
-    hot_text = f"top {hot}" if isinstance(hot, int) and not isinstance(hot, bool) else "hot"
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number.is_integer() else None
+
+
+def _recorded(m: Mapping[str, Any]) -> Mitigations:
+    """A run's record of its mitigations as the one type (``hotshard.mitigations``), whatever
+    wrote it: today's vocabulary, or an older record's, where the simulator wrote
+    ``local_cache_hit`` and the service wrote ``split`` (0: off) and counted in ``replicas``
+    only the replica workers beside the primary. A field of the wrong type or out of range is
+    left off: a record is evidence, not a command."""
+    legacy_service = "split" in m and "split_into" not in m and "split_hot" not in m
+    values: dict[str, Any] = {}
     split = m.get("split_hot")
     if isinstance(split, str) and ":" in split:
-        keys, ways = split.split(":", 1)
-        words.append(f"top {keys} keys split {ways} ways")
-    elif _number(m.get("split")) > 0:
-        words.append(f"hot keys split {_number(m['split']):g} ways")
-    replicas = _number(m.get("replicas"))
-    simulator_style = "split_hot" in m  # there 1 replica is the shard alone
-    if replicas > (1 if simulator_style else 0):
-        words.append(f"reads over {replicas:g} replicas" if simulator_style
-                     else f"{replicas:g} read replica{'s' * (replicas != 1)} for hot keys")
-    cached = _number(m.get("local_cache_hit")) or _number(m.get("cache_hit"))
-    if cached > 0:
-        words.append(f"{cached:.0%} of the {hot_text} keys' reads cached")
-    if _number(m.get("cache_ttl_s")) > 0:
-        words.append(f"hot keys' reads cached for {_number(m['cache_ttl_s']):g} s")
-    if m.get("coalesce") is True or _number(m.get("coalesce")) > 0:
-        words.append("identical in-flight reads coalesced")
-    return words
+        keys, _, ways = split.partition(":")
+        if keys.isdigit() and ways.isdigit():
+            values.update(split_keys=int(keys), split_into=int(ways))
+    elif legacy_service:
+        values["split_into"] = _whole(m.get("split"))
+    else:
+        values.update(split_keys=_whole(m.get("split_keys")),
+                      split_into=_whole(m.get("split_into")))
+    replicas = _whole(m.get("replicas"))
+    values["replicas"] = replicas + 1 if legacy_service and replicas is not None else replicas
+    values["cache_hit"] = _number(m.get("cache_hit")) or _number(m.get("local_cache_hit"))
+    values["cache_ttl_s"] = _number(m.get("cache_ttl_s"))
+    # an old prediction recorded coalescing as a fraction of reads
+    values["coalesce"] = m.get("coalesce") is True or _number(m.get("coalesce")) > 0
+    values["hot_keys"] = _whole(m.get("hot_keys"))
+    out = Mitigations()
+    for name, value in values.items():
+        if value is not None and value != 0:
+            with contextlib.suppress(InputError):
+                out = replace(out, **{name: value})
+    return out
 
 
 def mitigations_of(obs: Observations) -> str | None:
     """The mitigations a run records as switched on, in words; None when it records none."""
     words: list[str] = []
     for record in _mitigation_dicts(obs):
-        words += [w for w in _words(record) if w not in words]
+        words += [w for w in _recorded(record).phrases() if w not in words]
     return "; ".join(words) or None
 
 

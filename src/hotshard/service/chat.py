@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hotshard.errors import InputError
+from hotshard.mitigations import Mitigations
 from hotshard.service.cache import PageCache
 from hotshard.service.coalesce import Coalescer
 from hotshard.service.hotkeys import SlidingHotKeys
-from hotshard.service.mitigations import Mitigations
+from hotshard.service.mitigations import for_service
 from hotshard.service.router import Router, check_channel
 from hotshard.service.split import SplitPlan, SplitRegistry
 from hotshard.service.stats import LatencyHistogram, WindowedLatency
@@ -105,7 +106,7 @@ class ChatService:
         self.supervisor = supervisor
         self.router = router
         self.splits = splits
-        self.mitigations = mitigations or Mitigations()
+        self.mitigations = for_service(mitigations or Mitigations())
         self._clock_ms = clock_ms
         self._last_ms = 0
         self.hotkeys = hotkeys or SlidingHotKeys()
@@ -119,8 +120,10 @@ class ChatService:
 
     async def set_mitigations(self, mitigations: Mitigations) -> None:
         """Switch mitigations at run time (replica workers are started or stopped here)."""
-        if mitigations.replicas != self.supervisor.replicas:
-            await self.supervisor.set_replicas(mitigations.replicas)
+        mitigations = for_service(mitigations)
+        # the backends count the replica workers beside the primary
+        if mitigations.replicas - 1 != self.supervisor.replicas:
+            await self.supervisor.set_replicas(mitigations.replicas - 1)
         if mitigations.cache_ttl_s:
             self.cache.configure(ttl_s=mitigations.cache_ttl_s)
         if mitigations.cache_ttl_s != self.mitigations.cache_ttl_s:
@@ -131,7 +134,7 @@ class ChatService:
     def targeted(self, channel: str) -> bool:
         """Whether the mitigations apply to ``channel`` (listed, or hot right now)."""
         m = self.mitigations
-        if not m.any:
+        if not m.active:
             return False
         if m.channels is not None:
             return channel in m.channels
@@ -198,8 +201,8 @@ class ChatService:
         self.hotkeys.add(channel)
         ts = self._now_ms()
         plan = self.splits.get(channel)
-        if plan is None and self.mitigations.split and self.targeted(channel):
-            plan = self.splits.add(channel, self.mitigations.split,
+        if plan is None and self.mitigations.splits and self.targeted(channel):
+            plan = self.splits.add(channel, self.mitigations.split_into,
                                    self.mitigations.split_bucket_ms, since_ms=ts)
         if plan is not None and ts >= plan.since_ms:
             bucket = plan.bucket_of(ts)
@@ -232,7 +235,7 @@ class ChatService:
                 return ReadResult(cached.messages, cached.shards, "cache")
 
         async def fetch() -> ReadResult:
-            return await self._fetch(channel, limit, before, use_replicas=hot and m.replicas > 0)
+            return await self._fetch(channel, limit, before, use_replicas=hot and m.replicas > 1)
 
         if hot and m.coalesce:
             result, shared = await self.coalescer.run(key, fetch)

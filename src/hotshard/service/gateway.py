@@ -33,6 +33,7 @@ from hotshard.errors import InputError
 from hotshard.service import httpguard
 from hotshard.service.admin import ADMIN_TOKEN_ENV, AdminGuard, local_authority
 from hotshard.service.chat import ChatService
+from hotshard.service.mitigations import MAX_BUCKETS, MAX_REPLICAS, SERVICE_FIELDS, updated
 from hotshard.service.router import CHANNEL_PATTERN, check_channel
 from hotshard.service.stats import CpuMeter, LatencyHistogram, process_cpu_seconds
 from hotshard.service.store import MAX_ID, MAX_LIMIT, MAX_USER_CHARS
@@ -77,10 +78,11 @@ class Page(BaseModel):
 MITIGATIONS_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "properties": {
-        "split": {"type": "integer", "minimum": 0, "maximum": 64, "not": {"const": 1},
-                  "description": "0 (off) or 2..64 sub-partitions"},
+        "split_into": {"type": "integer", "minimum": 1, "maximum": MAX_BUCKETS,
+                       "description": "time-bucket sub-partitions per hot channel (1: off)"},
         "split_bucket_ms": {"type": "integer", "minimum": 1},
-        "replicas": {"type": "integer", "minimum": 0, "maximum": 8},
+        "replicas": {"type": "integer", "minimum": 1, "maximum": MAX_REPLICAS,
+                     "description": "read nodes per shard, the primary included (1: none)"},
         "cache_ttl_s": {"type": "number", "minimum": 0, "maximum": 3600},
         "coalesce": {"type": "boolean"},
         "channels": {"oneOf": [{"type": "string", "enum": ["hot"]},
@@ -345,7 +347,7 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     @app.get("/admin/mitigations", summary="What is switched on (admin token)",
              responses=ADMIN_ERRORS, dependencies=[Depends(admin_only)])
     async def get_mitigations() -> dict[str, Any]:
-        return service().mitigations.to_dict()
+        return service().mitigations.to_dict(SERVICE_FIELDS)
 
     @app.post("/admin/mitigations", summary="Switch mitigations at run time (partial update; "
                                             "admin token, JSON body)",
@@ -354,14 +356,14 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
                   "application/json": {"schema": MITIGATIONS_SCHEMA}}}})
     async def set_mitigations(request: Request) -> dict[str, Any]:
         # parsed here, not by a model, so that a malformed body gets the field-naming
-        # messages of Mitigations.updated (admin_only has checked the content type)
+        # messages of mitigations.updated (admin_only has checked the content type)
         try:
             changes = json.loads(await request.body() or b"null")
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InputError(f"body must be a JSON object of mitigation fields: {e}") from None
         svc = service()
-        await svc.set_mitigations(svc.mitigations.updated(changes))
-        return svc.mitigations.to_dict()
+        await svc.set_mitigations(updated(svc.mitigations, changes))
+        return svc.mitigations.to_dict(SERVICE_FIELDS)
 
     @app.get("/metrics", summary="Prometheus text exposition", response_class=Response,
              responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
@@ -423,7 +425,7 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             **router.describe(), "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - state.get("started", time.monotonic()), 3),
             "gateway_cpu_percent": _round(cpu.get(os.getpid())),
-            "mitigations": service.mitigations.to_dict(),
+            "mitigations": service.mitigations.to_dict(SERVICE_FIELDS),
             "split_channels": len(service.splits),
             "hop_p50_ms": _ms(hop.percentile(50)),
             "hop_p99_ms": _ms(hop.percentile(99)),

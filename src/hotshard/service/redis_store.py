@@ -173,13 +173,14 @@ class RedisBackend:
         return min(counts) if counts else 0
 
     async def set_replicas(self, replicas: int) -> None:
-        """Reads of hot channels from the cluster's own replica nodes (READONLY): the
-        cluster must have been started with them (`cluster up --replicas R`)."""
+        """Reads of hot channels from ``replicas`` of the cluster's own replica nodes per
+        master besides the master (READONLY): the cluster must have been started with them
+        (`cluster up --replicas R`, which counts replica nodes per master as redis-cli does)."""
         have = self.available_replicas()
         if replicas > have:
-            raise InputError(f"this cluster has {have} replica node(s) per master, not "
-                             f"{replicas}: start it with `hotshard cluster up --replicas "
-                             f"{replicas}`")
+            raise InputError(f"reading each shard from {replicas + 1} nodes needs {replicas} "
+                             f"replica node(s) per master; this cluster has {have}: start it "
+                             f"with `hotshard cluster up --replicas {replicas}`")
         self.replicas = replicas
 
     def primary(self, shard: int) -> _NodeClient:

@@ -35,8 +35,9 @@ from typing import IO, Any
 
 from hotshard._atomic import why_not_a_directory
 from hotshard.errors import HotshardError, InputError
+from hotshard.mitigations import Mitigations
 from hotshard.service.chat import DEFAULT_SHARD_TIMEOUT_S
-from hotshard.service.mitigations import Mitigations
+from hotshard.service.mitigations import for_service
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
 __all__ = ["LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig", "open_data_dir",
@@ -67,6 +68,9 @@ class ServeConfig:
     append: bool = False  # load into a data directory that already holds messages
     admin_token: str | None = None  # None: a new random one (see Listening.admin_token)
     shard_timeout_s: float = DEFAULT_SHARD_TIMEOUT_S  # past it a channel request gets 504
+
+    def __post_init__(self) -> None:
+        for_service(self.mitigations)  # before any worker starts
 
 
 @dataclass(frozen=True)
@@ -325,12 +329,12 @@ async def running_service(config: ServeConfig, data: DataDir, *,
         supervisor: Any = RedisBackend(config.store)
     else:
         supervisor = Supervisor(data.path, data.router.shards,
-                                replicas=config.mitigations.replicas, cost_ms=config.cost_ms,
-                                max_body_bytes=config.max_body_bytes)
+                                replicas=config.mitigations.replicas - 1,
+                                cost_ms=config.cost_ms, max_body_bytes=config.max_body_bytes)
     try:
         await supervisor.start()
-        if config.store and config.mitigations.replicas:
-            await supervisor.set_replicas(config.mitigations.replicas)
+        if config.store and config.mitigations.replicas > 1:
+            await supervisor.set_replicas(config.mitigations.replicas - 1)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
                            max_body_bytes=config.max_body_bytes,

@@ -5,13 +5,24 @@ a sum over its count classes of keys landing on s at random: mean = tail events 
 variance = sum_c keys_c w_c^2 own_s (1 - own_s). When the profile recorded this partitioner's
 placement, the tail is exact and only rounding remains.
 
-After mitigations every share is on one basis: requests before mitigation that reach one node
-of the shard. A key with c events, read share r, hot-key reads kept k (cache and coalescing) and
-R read replicas puts c ((1 - r) + r k / R) on each node of its shard (writes go to every replica,
-surviving reads to one); a shard's share is the sum of its keys' shares plus its tail's, so the
-keys listed for the hottest shard never add up to more than the shard. The uniform band after
-mitigation is the band of uniform keys carrying the same total load (the band before, scaled by
-the after shares' total): it is relative, so its max/mean does not change.
+After mitigations (``hotshard.mitigations``) every share is on one basis: requests before
+mitigation that reach one node of the shard. A key with c events, read share r, reads kept k
+(past the cache and coalescing) and R read nodes (replicas, the primary included) puts
+c ((1 - r) + r k / R) on each node of its shard (writes go to every replica, surviving reads to
+one); a shard's share is the sum of its keys' shares plus its tail's, so the keys listed for the
+hottest shard never add up to more than the shard. The uniform band after mitigation is the
+band of uniform keys carrying the same total load (the band before, scaled by the after shares'
+total): it is relative, so its max/mean does not change.
+
+Coalescing is a switch, so how many reads merge is predicted, from the rates (it needs ``rps``
+and ``capacity``). Reads of one (sub-)key reach a node as a Poisson stream of rate lambda; a
+read in flight for T seconds absorbs every identical read arriving meanwhile, so the reads that
+reach the node form the renewal process of a non-paralysable dead-time counter and a fraction
+1 / (1 + lambda T) of them remain (Knoll, *Radiation Detection and Measurement*, 4th ed., 4.VII;
+renewal-reward: one read per cycle of mean T + 1/lambda, whatever T's distribution). T is at
+least one service time, 1 / capacity; queueing only lengthens it, so taking T = 1 / capacity
+counts fewer merges than happen: the after shares are an upper bound. Head keys are coalesced
+(the tail's keys are too rare, one by one, for their reads to overlap much).
 """
 
 from __future__ import annotations
@@ -22,10 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
+from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.profile.model import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
 
-__all__ = ["Prediction", "WhatIf", "head_shards", "predict", "tail_placement"]
+__all__ = ["Prediction", "head_shards", "predict", "sub_key_shards", "tail_placement"]
 
 # rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
 # its CPU figures would print in powers of ten or overflow.
@@ -36,60 +48,6 @@ DEFAULT_READ_SHARE = DEFAULT_OPS["read"]
 UNIFORM_BAND_SD = 3.0
 AFTER_BASIS = ("requests before mitigation that reach one node of the shard (cache hits and "
                "coalesced reads reach none; reads are split over the replicas)")
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    """Mitigations: split the top keys by time bucket, read replicas, cache, coalescing."""
-
-    split_keys: int = 0
-    split_into: int = 1
-    replicas: int = 1
-    cache_hit: float = 0.0
-    coalesce: float = 0.0
-    hot_keys: int = 10
-
-    def __post_init__(self):
-        if self.split_keys < 0 or self.split_into < 1:
-            raise InputError(f"split_keys must be >= 0 and split_into >= 1, got "
-                             f"{self.split_keys}:{self.split_into}")
-        if self.replicas < 1:
-            raise InputError(f"replicas must be >= 1, got {self.replicas}")
-        for name, v in (("cache_hit", self.cache_hit), ("coalesce", self.coalesce)):
-            if not 0.0 <= v <= 1.0:
-                raise InputError(f"{name} must be a fraction in [0, 1], got {v}")
-        if self.hot_keys < 1:
-            raise InputError(f"hot_keys must be >= 1, got {self.hot_keys}")
-
-    @property
-    def active(self) -> bool:
-        return (self.split_keys > 0 and self.split_into > 1) or self.replicas > 1 \
-            or self.cache_hit > 0 or self.coalesce > 0
-
-    @property
-    def splits(self) -> bool:
-        return self.split_keys > 0 and self.split_into > 1
-
-    def describe(self) -> dict:
-        """The mitigations as data; ``split_hot`` is None when no key is split."""
-        return {"split_hot": f"{self.split_keys}:{self.split_into}" if self.splits else None,
-                "replicas": self.replicas, "cache_hit": self.cache_hit,
-                "coalesce": self.coalesce, "hot_keys": self.hot_keys}
-
-    def text(self) -> str:
-        """The mitigations that are set, in words (unset ones are not mentioned)."""
-        parts = []
-        if self.splits:
-            parts.append(f"top {self.split_keys} keys split into {self.split_into} "
-                         "time-bucket sub-partitions")
-        if self.replicas > 1:
-            parts.append(f"reads spread over {self.replicas} replicas per shard")
-        if self.cache_hit > 0:
-            parts.append(f"{self.cache_hit:.0%} of the top {self.hot_keys} keys' reads hit a "
-                         "local cache")
-        if self.coalesce > 0:
-            parts.append(f"{self.coalesce:.0%} of the top {self.hot_keys} keys' reads coalesced")
-        return "; ".join(parts) or "no mitigation"
 
 
 @dataclass(frozen=True)
@@ -198,12 +156,31 @@ def _uniform_band(profile: Profile, own: NDArray[np.float64]) -> tuple[float, fl
 
 
 def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = None,
-            capacity: float | None = None, whatif: WhatIf | None = None) -> Prediction:
-    """Predict each shard's share of load for ``profile`` placed by ``partitioner``."""
+            capacity: float | None = None, mitigations: Mitigations | None = None
+            ) -> Prediction:
+    """Predict each shard's share of load for ``profile`` placed by ``partitioner``.
+
+    Parameters
+    ----------
+    rps, capacity : the whole service's requests/s and what one shard (one node) serves at
+        100% CPU, together or not at all: each shard's CPU, and coalescing's merges.
+    mitigations : what-ifs (``MODEL_FIELDS`` of ``hotshard.mitigations.Mitigations``); when
+        any is on, ``after`` holds the prediction with them on the module notes' basis.
+
+    Raises
+    ------
+    InputError
+        rps without capacity, or the reverse; coalescing without them; a service-only field.
+    """
     if (rps is None) != (capacity is None):
         raise InputError("rps and capacity go together (CPU = rps x share / capacity)")
     if rps is not None and (rps <= 0 or capacity <= 0):
         raise InputError("rps and capacity must be > 0")
+    if mitigations is not None:
+        mitigations.only(MODEL_FIELDS, "predict")
+        if mitigations.coalesce and rps is None:
+            raise InputError("coalescing needs rps and capacity: how many reads merge depends "
+                             "on how often a key's reads overlap one in flight")
     n = partitioner.n_shards
     events = profile.events
     head_keys = list(profile.head_keys)
@@ -233,51 +210,68 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     cpu = None if rps is None else rps * shares / capacity
     result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
                         recorded is not None, cpu, rps, capacity)
-    if whatif is None or not whatif.active:
+    if mitigations is None or not mitigations.active:
         return result
-    effective, described = _effective(whatif, len(head_keys))
-    after = _apply_whatif(profile, partitioner, effective, head_keys, head_counts, placed,
-                          tail_mean, tail_var, (low, high, u_mom), rps, capacity)
+    effective, described = _effective(mitigations, len(head_keys))
+    after, merged = _apply_mitigations(profile, partitioner, effective, head_keys, head_counts,
+                                       placed, tail_mean, tail_var, (low, high, u_mom), rps,
+                                       capacity)
+    if effective.coalesce:
+        described["coalesced_share"] = merged
+        described["notes"].append(
+            f"coalescing merges at least {merged:.1%} of all requests (reads counted as merged "
+            "only while one is in service, 1/capacity; queueing merges more)")
     return replace(result, after=after, whatif=described)
 
 
-def _effective(w: WhatIf, n_head: int) -> tuple[WhatIf, dict]:
-    """The what-if as it can be applied: only head keys are known by name, so at most the
-    profile's head keys are split or cached; the description says so when fewer than asked."""
-    split = min(w.split_keys, n_head) if w.splits else 0
-    hot = min(w.hot_keys, n_head)
+def _effective(m: Mitigations, n_head: int) -> tuple[Mitigations, dict]:
+    """The mitigations as they can be applied: only head keys are known by name, so at most
+    the profile's head keys are split or cached; the description says so when fewer than
+    asked."""
+    split = min(m.split_keys, n_head) if m.splits else 0
+    hot = min(m.hot_keys, n_head)
     notes = []
-    if w.splits and split < w.split_keys:
+    if m.splits and split < m.split_keys:
         notes.append(f"the profile names only its {n_head:,} head keys, so only the top "
-                     f"{split:,} are split, not the {w.split_keys:,} asked for (tail keys are "
+                     f"{split:,} are split, not the {m.split_keys:,} asked for (tail keys are "
                      "known only by their counts)")
-    if (w.cache_hit > 0 or w.coalesce > 0) and hot < w.hot_keys:
-        notes.append(f"the profile names only its {n_head:,} head keys, so cache and "
-                     f"coalescing apply to the top {hot:,}, not the {w.hot_keys:,} asked for")
-    effective = replace(w, split_keys=split, hot_keys=max(hot, 1))
-    described = {**w.describe(), "split_keys_effective": split,
+    if m.cache_hit > 0 and hot < m.hot_keys:
+        notes.append(f"the profile names only its {n_head:,} head keys, so the cache serves "
+                     f"the top {hot:,}, not the {m.hot_keys:,} asked for")
+    effective = replace(m, split_keys=split, split_into=m.split_into if split else 1,
+                        hot_keys=max(hot, 1))
+    described = {**m.to_dict(MODEL_FIELDS), "split_keys_effective": split,
                  "hot_keys_effective": hot, "text": effective.text(), "notes": notes}
     return effective, described
 
 
-def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_shards,
-                  tail_mean, tail_var, band, rps, capacity) -> Prediction:
-    """Per-node shares after mitigations; keys and shards on the same basis (module notes)."""
+def _apply_mitigations(profile, partitioner, m: Mitigations, head_keys, head_counts,
+                       head_shards, tail_mean, tail_var, band, rps, capacity
+                       ) -> tuple[Prediction, float]:
+    """Per-node shares after mitigations, keys and shards on the same basis, and the share of
+    all requests coalescing merges (module notes)."""
     n = partitioner.n_shards
     events = profile.events
     read = _read_share(profile)
     # per-node load of one event: writes reach every replica, surviving reads one of R
-    plain = (1.0 - read) + read / w.replicas
-    kept_reads = (1.0 - w.cache_hit) * (1.0 - w.coalesce)
-    node = np.full(len(head_keys), plain)
-    node[:w.hot_keys] = (1.0 - read) + read * kept_reads / w.replicas
+    plain = (1.0 - read) + read / m.replicas
+    k = m.split_keys if m.splits else 0
+    past_cache = np.ones(len(head_keys))
+    past_cache[:m.hot_keys] = 1.0 - m.cache_hit
+    remain = np.ones(len(head_keys))  # of a node's reads of a (sub-)key, those not merged
+    if m.coalesce:
+        ways = np.ones(len(head_keys))
+        ways[:k] = m.split_into
+        rate = rps * head_counts / events / ways * read * past_cache / m.replicas
+        remain = 1.0 / (1.0 + rate / capacity)
+    node = (1.0 - read) + read * past_cache * remain / m.replicas
+    merged = float(np.sum(head_counts * read * past_cache * (1.0 - remain))) / events
     # split the top keys into time-bucket sub-partitions, each placed on its own key
-    k = w.split_keys if w.splits else 0
-    extra_keys = [f"{head_keys[i]}#{b}" for i in range(k) for b in range(w.split_into)]
-    extra_load = np.repeat(head_counts[:k] / w.split_into * node[:k], w.split_into)
+    extra_keys = [f"{head_keys[i]}#{b}" for i in range(k) for b in range(m.split_into)]
+    extra_load = np.repeat(head_counts[:k] / m.split_into * node[:k], m.split_into)
     head_load = head_counts * node
     head_load[:k] = 0.0
-    extra_shards = _sub_key_shards(partitioner, extra_keys)
+    extra_shards = sub_key_shards(partitioner, extra_keys)
     key_load = np.concatenate([head_load, extra_load])
     key_shards = np.concatenate([head_shards, extra_shards]).astype(np.int64)
     per_node = np.bincount(key_shards, weights=key_load, minlength=n) + tail_mean * plain
@@ -292,18 +286,20 @@ def _apply_whatif(profile, partitioner, w: WhatIf, head_keys, head_counts, head_
     scale = float(per_node.sum()) / float(np.sum(head_counts) + np.sum(tail_mean))
     low, high, u_mom = band
     cpu = None if rps is None else rps * shares / capacity
-    return Prediction(partitioner.spec, shares, sd, top, low * scale, high * scale, u_mom,
-                      tail_exact=False, cpu=cpu, rps=rps, capacity=capacity, basis=AFTER_BASIS)
+    after = Prediction(partitioner.spec, shares, sd, top, low * scale, high * scale, u_mom,
+                       tail_exact=False, cpu=cpu, rps=rps, capacity=capacity, basis=AFTER_BASIS)
+    return after, merged
 
 
-def _sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:
+def sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:
     """Place time-bucket sub-partition keys ('key#bucket'); integer-typed stores see them as
-    text keys, as a (key, bucket) composite would be hashed as bytes."""
+    text keys, as a (key, bucket) composite would be hashed as bytes (predict and simulate
+    place a split alike)."""
     if not keys:
         return np.zeros(0, dtype=np.int64)
     if getattr(partitioner, "key_type", "text") == "bigint":
         partitioner = replace(partitioner, key_type="text")
-    return partitioner.shard_of(keys)
+    return np.asarray(partitioner.shard_of(keys), dtype=np.int64)
 
 
 def head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]

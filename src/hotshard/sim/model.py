@@ -10,10 +10,11 @@ three alike.
 Placement follows ``hotshard predict``'s model: head keys (real IDs) are placed exactly by the
 store's partitioner; synthetic tail keys (and every key of a classic distribution, which has no
 real IDs) land on shards at random in proportion to each shard's ownership of the key space,
-each key always on the same shard (a hash of its position). The mitigations mean what predict's
-what-ifs mean: ``split`` spreads each of the top K keys over S time-bucket sub-partitions placed
-as keys of their own; ``replicas`` spreads a shard's reads over R copies, each doing every write;
-``local_cache_hit`` serves that fraction of the top keys' reads from a client-side cache; and
+each key always on the same shard (a hash of its position). The mitigations
+(``hotshard.mitigations``) mean what they mean in predict: ``split_keys``/``split_into`` spread
+each of the top K keys over S time-bucket sub-partitions placed as keys of their own;
+``replicas`` spreads a shard's reads over R nodes in total, each doing every write;
+``cache_hit`` serves that fraction of the top keys' reads from a client-side cache; and
 ``coalesce`` makes a read that arrives while an identical read is in flight wait for it instead of
 queueing (exactly, in the event loop).
 """
@@ -26,11 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
+from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.observations import Observations, ShardObservation
 from hotshard.sim.arrivals import ArrivalProcess, PoissonArrivals
 from hotshard.sim.service import Exponential, ServiceTime
 
-__all__ = ["Mitigations", "ServiceModel", "SimResult", "simulate"]
+__all__ = ["ServiceModel", "SimResult", "simulate"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 # Every request is held in memory: measured 75 (64 shards) to 160 (1 shard) bytes each over
@@ -64,41 +66,6 @@ class ServiceModel:
         return {"shards": self.shards, "partitioner": self.partitioner, "workers": self.workers,
                 "service": self.service.to_dict(), "arrivals": self.arrivals.to_dict(),
                 "cache_size": self.cache_size, "hit_ms": self.hit_seconds * 1000}
-
-
-@dataclass(frozen=True)
-class Mitigations:
-    """Hot-key mitigations, named and meant as ``hotshard predict``'s what-ifs."""
-
-    split_keys: int = 0
-    split_into: int = 1
-    replicas: int = 1
-    local_cache_hit: float = 0.0
-    hot_keys: int = 10
-    coalesce: bool = False
-
-    def __post_init__(self):
-        if self.split_keys < 0 or self.split_into < 1:
-            raise InputError(f"split_keys must be >= 0 and split_into >= 1, got "
-                             f"{self.split_keys}:{self.split_into}")
-        if self.replicas < 1:
-            raise InputError(f"replicas must be >= 1, got {self.replicas}")
-        if not 0.0 <= self.local_cache_hit <= 1.0:
-            raise InputError(f"local_cache_hit must be a fraction in [0, 1], got "
-                             f"{self.local_cache_hit}")
-        if self.hot_keys < 1:
-            raise InputError(f"hot_keys must be >= 1, got {self.hot_keys}")
-
-    @property
-    def active(self) -> bool:
-        return (self.split_keys > 0 and self.split_into > 1) or self.replicas > 1 \
-            or self.local_cache_hit > 0 or self.coalesce
-
-    def to_dict(self) -> dict:
-        return {"split_hot": (f"{self.split_keys}:{self.split_into}"
-                              if self.split_keys and self.split_into > 1 else None),
-                "replicas": self.replicas, "local_cache_hit": self.local_cache_hit,
-                "hot_keys": self.hot_keys, "coalesce": self.coalesce}
 
 
 @dataclass(frozen=True)
@@ -155,7 +122,7 @@ class SimResult:
                                     "max_queue": s.max_queue, "cpu_unbounded": s.cpu})
             for i, s in enumerate(self.shards))
         extra = {"simulation": {"model": self.model.to_dict(),
-                                "mitigations": self.mitigations.to_dict(),
+                                "mitigations": self.mitigations.to_dict(MODEL_FIELDS),
                                 "coalesced_reads": self.coalesced, "seed": self.seed,
                                 "reads": self.reads, "key_order": self.key_order,
                                 "events": [{"key": e.key, "share": e.share, "start_s": e.start,
@@ -235,7 +202,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     from hotshard.sim.queues import serve
 
     model = model or ServiceModel()
-    mitigations = mitigations or Mitigations()
+    mitigations = (mitigations or Mitigations()).only(MODEL_FIELDS, "simulate")
     if not (np.isfinite(rps) and rps > 0):
         raise InputError(f"rps must be > 0, got {rps}")
     if not (np.isfinite(duration) and duration > 0):
@@ -281,8 +248,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     served_by_shard = np.ones(n, dtype=bool)
     hot = (key_id >= 0) & (key_id < min(mitigations.hot_keys, len(head_ids)))
     local = np.zeros(n, dtype=bool)
-    if mitigations.local_cache_hit > 0:
-        local = is_read & hot & (gen.random(n) < mitigations.local_cache_hit)
+    if mitigations.cache_hit > 0:
+        local = is_read & hot & (gen.random(n) < mitigations.cache_hit)
         latency[local] = model.hit_seconds * 1000.0
         served_by_shard &= ~local
     cache_hits = np.zeros(n, dtype=bool)
@@ -393,7 +360,9 @@ def _split(mitigations, shard, key_id, head_ids, place, gen):
         return shard, key_id
     s_count = mitigations.split_into
     sub_ids = [f"{head_ids[i]}#{b}" for i in range(k) for b in range(s_count)]
-    sub_shards = _sub_key_shards(place.partitioner, sub_ids).reshape(k, s_count)
+    from hotshard.shards.predict import sub_key_shards
+
+    sub_shards = sub_key_shards(place.partitioner, sub_ids).reshape(k, s_count)
     mine = (key_id >= 0) & (key_id < k)  # the key a request is for, an event's included
     bucket = gen.integers(0, s_count, int(mine.sum()))
     shard = shard.copy()
@@ -402,15 +371,6 @@ def _split(mitigations, shard, key_id, head_ids, place, gen):
     key_id = key_id.copy()
     key_id[mine] = -(1000 + target * s_count + bucket)
     return shard, key_id
-
-
-def _sub_key_shards(partitioner, keys):
-    """Sub-partition keys ('key#bucket') are text to every store (as in predict)."""
-    from dataclasses import replace
-
-    if getattr(partitioner, "key_type", "text") == "bigint":
-        partitioner = replace(partitioner, key_type="text")
-    return np.asarray(partitioner.shard_of(keys), dtype=np.int64)
 
 
 def _shard_cache_hits(sampler, positions, shard, place, model, rps) -> NDArray[np.float64]:

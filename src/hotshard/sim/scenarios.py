@@ -35,9 +35,9 @@ INCIDENT_SERVICE = {
 # Poisson. That burstiness is what turns a 95%-busy shard's ~90 ms queue into ~800 ms at p99
 # (Kingman: the wait scales with the arrivals' variability at the same utilisation).
 PRODUCTION_ARRIVALS = "profile"
-# The mitigations the incident's fix would combine, as predict's what-ifs name them: the ten
-# hottest channels split over 8 time-bucket sub-partitions, reads over 2 replicas, identical
-# in-flight reads coalesced.
+# The mitigations the incident's fix would combine (hotshard.mitigations): the ten hottest
+# channels split over 8 time-bucket sub-partitions, reads over 2 replicas per shard (the primary
+# and one more), identical in-flight reads coalesced.
 INCIDENT_MITIGATIONS = {"split_hot": (10, 8), "replicas": 2, "coalesce": True}
 
 
@@ -184,8 +184,9 @@ def prepare(options: dict) -> Prepared:
     arrival process, ``order`` (``auto``) its locality order, whose head keys follow their
     timelines; a profile without them is simulated with independent keys (and Poisson
     arrivals unless told), and a note says so."""
+    from hotshard.mitigations import Mitigations
     from hotshard.profile.model import Profile
-    from hotshard.sim.model import Mitigations, ServiceModel
+    from hotshard.sim.model import ServiceModel
     from hotshard.sim.service import parse_service
     from hotshard.workload.generate import parse_dist
     from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
@@ -220,7 +221,7 @@ def prepare(options: dict) -> Prepared:
                          cache_size=o["cache_size"], hit_seconds=o["hit_ms"] / 1000.0)
     k, s = o["split_hot"] or (0, 1)
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=o["replicas"],
-                              local_cache_hit=o["cache_hit"], hot_keys=o["hot_keys"],
+                              cache_hit=o["cache_hit"], hot_keys=o["hot_keys"],
                               coalesce=bool(o["coalesce"]))
     return Prepared(sampler, model, mitigations, op_mix, generator, profile, key_order,
                     tuple(notes))
