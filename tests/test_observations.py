@@ -364,8 +364,8 @@ def test_module_imports_no_other_hotshard_package():
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('hotshard'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["hotshard", "hotshard._atomic", "hotshard._files", "hotshard.errors",
-                   "hotshard.observations"]
+    assert out == ["hotshard", "hotshard._atomic", "hotshard._files", "hotshard._format",
+                   "hotshard.errors", "hotshard.observations"]
 
 
 # -- salvaging a hand-written file ----------------------------------------------------------------

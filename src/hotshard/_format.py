@@ -5,18 +5,34 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["HUGE", "count", "ms", "pct", "rps", "times", "whole"]
+__all__ = ["HUGE", "count", "ms", "pct", "pp", "rps", "times", "whole"]
+
+
+def _percent_text(v: float, sign: str = "") -> str:
+    """``v`` (already in percent) with the digits it needs: whole from 10, one decimal from 1,
+    else two significant digits (0.15, 0.0015), and powers of ten below a millionth of a percent,
+    where fixed digits would round a share that is there to zero."""
+    a = abs(float(f"{v:.2g}"))  # as rounded: 9.996 is written as 10, not 10.0
+    if a == 0 or a >= 10 or not math.isfinite(a):
+        return f"{v:{sign}.0f}"
+    if a >= 1:
+        return f"{v:{sign}.1f}"
+    digits = 1 - math.floor(math.log10(a))
+    return f"{v:{sign}.{digits}f}" if digits <= 6 else f"{v:{sign}.1e}"
 
 
 def pct(x: float) -> str:
-    """A share in percent with the digits it needs (7.0%, 1.48%, 0.0015%)."""
-    v = 100 * x
-    if v == 0 or v >= 10:
-        return f"{v:.0f}%"
-    if v >= 1:
-        return f"{v:.1f}%"
-    digits = min(6, 1 - math.floor(math.log10(v)))
-    return f"{v:.{digits}f}%"
+    """A share in percent with the digits it needs (7.0%, 12%, 0.15%, 0.0015%).
+
+    Two significant digits below 10% and whole percents above, in prose, tables and plot
+    labels alike, so one share reads the same in the diagnosis, the report and the terminal.
+    """
+    return f"{_percent_text(100 * x)}%"
+
+
+def pp(x: float) -> str:
+    """A change of share in signed percentage points, with ``pct``'s digits (+1.5 pp, -12 pp)."""
+    return f"{_percent_text(100 * x, '+')} pp"
 
 
 # From here on a whole number is written in powers of ten: a hand-typed 1e300 in an

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from hotshard._atomic import atomic_write
 from hotshard._files import require_file
+from hotshard._format import pct
 from hotshard.errors import InputError, ObservationsError
 
 __all__ = [
@@ -643,7 +644,7 @@ class Observations:
         if e.get("share") is None:
             return f"{self.label!r} is marked invalid"
         limit = e.get("max_error_rate")
-        return (f"{self.label!r} is not a valid run: {100 * e['share']:.1f}% of its requests "
+        return (f"{self.label!r} is not a valid run: {pct(e['share'])} of its requests "
                 "failed" + (f" (limit {100 * limit:g}%)" if limit is not None else ""))
 
     def without_measurements(self) -> Observations:

@@ -64,7 +64,7 @@ def test_a_listener_that_never_answers_is_all_timeouts_with_no_latency(tmp_path)
         proc, doc = _drive(url, tmp_path)
         took = time.monotonic() - started
     assert proc.returncode == 3, proc.stderr
-    assert proc.stdout.startswith("WARNING: invalid run: 100.0% of")
+    assert proc.stdout.startswith("WARNING: invalid run: 100% of")
     assert doc["valid"] is False and doc["errors"]["share"] == 1.0
     assert set(doc["errors"]["by_kind"]) == {"timeout"}
     assert "latency_ms" not in doc  # no success: no success latency, not the timeouts'
@@ -119,7 +119,7 @@ def test_failures_stay_out_of_the_latency_and_land_in_their_shard():
     assert by_id["1"].extra["error_kinds"] == {"redis CLUSTERDOWN": 10}
     assert by_id["0"].errors == 0 and by_id["0"].p99_ms == pytest.approx(50, rel=0.01)
     lines = summary(_result(rec, 100), obs)
-    assert lines[0].startswith("WARNING: invalid run: 10.0% of 100 requests failed")
+    assert lines[0].startswith("WARNING: invalid run: 10% of 100 requests failed")
     assert any("10 (100%: redis CLUSTERDOWN 10)" in line for line in lines)
     # merged across processes, nothing is lost
     other = Recorder()
@@ -161,7 +161,7 @@ def test_observations_validate_the_errors_block():
 
     doc = _invalid_test_run().to_dict()
     assert Observations.from_dict(doc).invalid_reason == (
-        "'load test' is not a valid run: 63.0% of its requests failed (limit 1%)")
+        "'load test' is not a valid run: 63% of its requests failed (limit 1%)")
     with pytest.raises(ObservationsError, match="errors.share must be a fraction"):
         Observations.from_dict({**doc, "errors": {"share": 63}})
     with pytest.raises(ObservationsError, match="valid must be true or false"):
@@ -177,7 +177,7 @@ def test_diagnose_and_report_leave_an_invalid_runs_latency_out(tmp_path):
     production = Observations.load(ROOT / "examples" / "incident-production.json")
     test = _invalid_test_run()
     result = diagnose(production, test)
-    assert len(result.warnings) == 1 and "63.0% of its requests failed" in result.warnings[0]
+    assert len(result.warnings) == 1 and "63% of its requests failed" in result.warnings[0]
     text = diagnosis_text(result).splitlines()
     assert text[1].startswith("WARNING: 'load test' is not a valid run")
     # its p99 (0.3 ms) is not used: nothing in the verdicts quotes it

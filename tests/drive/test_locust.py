@@ -245,6 +245,6 @@ def test_a_run_whose_requests_fail_exits_3_with_the_warning(tmp_path):
             _stop([proc])
     log = (tmp_path / "fail.log").read_text()
     assert code == 3, log[-3000:]
-    assert "WARNING: invalid run: 100.0% of" in log
+    assert "WARNING: invalid run: 100% of" in log
     doc = json.loads(out.read_text())
     assert doc["valid"] is False and set(doc["errors"]["by_kind"]) == {"timeout"}

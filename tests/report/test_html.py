@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hotshard._format import pct, times
 from hotshard.diagnose.model import Diagnosis, Finding, Recommendation
 from hotshard.errors import InputError
 from hotshard.observations import Latency, Observations, ShardObservation
@@ -151,9 +152,7 @@ def test_production_hot_shard_sentence_has_the_computed_numbers(full, production
     share = counts[HOT] / counts.sum()
     ratio = share / (1 / N)  # over the mean shard's share
     words = _text(_section(full, "shards"))
-    from hotshard._format import times
-
-    assert (f"Shard {HOT} carries {100 * share:.1f}% of the {counts.sum():,.0f} requests in "
+    assert (f"Shard {HOT} carries {pct(share)} of the {counts.sum():,.0f} requests in "
             f"production, {times(ratio)} the mean shard") in words
 
 
@@ -168,9 +167,7 @@ def test_uniform_band_is_the_multinomial_band_with_the_key_count(full, productio
     share = production.shard_requests[HOT] / total
     verdict = "far above" if share > 2 * top else "above" if share > top else "within"
     words = _text(_section(full, "shards"))
-    from hotshard._format import times
-
-    assert (f"in production, {times(share / p)} the mean shard; {verdict} the {100 * top:.2f}% "
+    assert (f"in production, {times(share / p)} the mean shard; {verdict} the {pct(top)} "
             "uniform keys could give the busiest shard for as many requests over 20,000 keys"
             ) in words
 
@@ -185,9 +182,9 @@ def test_prediction_matches_head_keys_placed_plus_an_even_tail(full):
     shares = (head + profile.tail.events / 64) / profile.events
     hot = int(np.argmax(shares))
     words = _text(_section(full, "shards"))
-    assert (f"shard {hot} is predicted to take {100 * shares[hot]:.1f}% of requests, "
+    assert (f"shard {hot} is predicted to take {pct(shares[hot])} of requests, "
             f"{shares[hot] * 64:.1f}x the mean shard") in words
-    assert "Uniform keys on kafka, 64 shards, bigint keys give each of the 64 shards 1.56%" \
+    assert "Uniform keys on kafka, 64 shards, bigint keys give each of the 64 shards 1.6%" \
         in words
 
 
@@ -197,8 +194,8 @@ def test_rank_frequency_paragraph_has_the_profile_numbers(full):
     top10 = profile.head_counts[:10].sum() / profile.events
     alpha = profile.tail.power_law["alpha"]
     words = _text(_section(full, "profile"))
-    assert f"The top key carries {100 * top1:.2f}% of events" in words
-    assert f"the top 10 keys {100 * top10:.1f}%" in words
+    assert f"The top key carries {pct(top1)} of events" in words
+    assert f"the top 10 keys {pct(top10)}" in words
     assert f"alpha {alpha:.3f}" in words
 
 
@@ -217,7 +214,7 @@ def test_mitigations_compare_hottest_and_median_cpu_and_p99(full, production, mi
            "per shard (the primary and 1 more); identical in-flight reads coalesced" in words
     assert "the hottest shard&#x27;s CPU goes from 95% to 30%" in words
     assert "p99 from 800 ms to 50 ms (16x lower)" in words
-    assert f"{100 * median_before:.0f}%" in words and f"{100 * median_after:.0f}%" in words
+    assert pct(median_before) in words and pct(median_after) in words
     assert "95% (shard 5)" in words
 
 

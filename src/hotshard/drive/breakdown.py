@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotshard._format import pct
 from hotshard.drive.record import percentiles_ms
 from hotshard.drive.run import DriveResult
 from hotshard.observations import Latency, Observations, ShardObservation
@@ -182,7 +183,7 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
              f"({observations.achieved_rps:,.0f}/s"
              + (f" of {result.config.rate:,.0f}/s target)" if result.config.model == "open"
                 else ")")
-             + (f", failed {100 * e['share']:.1f}%"
+             + (f", failed {pct(e['share'])}"
                 if e["share"] else ", no errors")]
     if rec.errors:
         kinds = ", ".join(f"{k} {v:,}" for k, v in rec.errors.most_common(6))
@@ -212,22 +213,22 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
         lines.append("  shard   requests      p99 ms   CPU    errors")
         total = sum(s.requests or 0 for s in observations.shards) or 1
         for s in sorted(observations.shards, key=lambda s: -(s.requests or 0)):
-            cpu = f"{100 * s.cpu:5.0f}%" if s.cpu is not None else "     -"
+            cpu = f"{pct(s.cpu):>6}" if s.cpu is not None else "     -"
             p99 = f"{s.p99_ms:10.2f}" if s.p99_ms is not None else "         -"
             failed = ""
             if s.errors:
                 kinds = s.extra.get("error_kinds") or {}
                 top = ", ".join(f"{k} {v:,}" for k, v in
                                 sorted(kinds.items(), key=lambda kv: -kv[1])[:2])
-                failed = f"  {s.errors:,} ({100 * s.errors / max(1, s.requests or 0):.0f}%" \
+                failed = f"  {s.errors:,} ({pct(s.errors / max(1, s.requests or 0))}" \
                          + (f": {top})" if top else ")")
-            lines.append(f"  {s.id:>5} {s.requests:>10,} ({100 * (s.requests or 0) / total:4.1f}%)"
+            lines.append(f"  {s.id:>5} {s.requests:>10,} ({pct((s.requests or 0) / total):>5})"
                          f" {p99} {cpu}{failed}")
     return lines
 
 
 def invalid_warning(errors: dict[str, Any]) -> str:
     """The summary's first line for a run that failed too often."""
-    return (f"WARNING: invalid run: {100 * errors['share']:.1f}% of {errors['attempted']:,} "
+    return (f"WARNING: invalid run: {pct(errors['share'])} of {errors['attempted']:,} "
             f"requests failed (--max-error-rate {100 * errors['max_error_rate']:g}%); the "
             "latency below is of the successes only and does not describe the target")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from hotshard._format import pct
 from hotshard.profile.model import Profile
 
 __all__ = ["ProfileSummary", "summarize"]
@@ -83,7 +84,7 @@ def summarize(profile: Profile) -> ProfileSummary:
     warnings = []
     if dist.keys >= 100 and ratio < NEAR_UNIFORM_TOP1PCT_RATIO:
         warnings.append(
-            f"no semantic hot spot: the top 1% of keys carry {shares['top1pct']:.1%} of events "
+            f"no semantic hot spot: the top 1% of keys carry {pct(shares['top1pct'])} of events "
             f"({ratio:.1f}x their fair share); uniform keys would be fine here"
         )
     ks = pl.get("ks")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hotshard._format import pct
 from hotshard.observations import Observations
 from hotshard.report.runs import RunSummary, ShardLoad
 
@@ -112,13 +113,13 @@ def _load_panel(ax: Axes, load: ShardLoad, top: float) -> None:
     ax.bar(x, load.values * scale, width=0.8, color=colours)
     if not even:
         ax.bar([np.nan], [0], color=_HOT,
-               label=f"hottest: shard {load.hottest_id} ({load.peak * scale:.1f}%)")
+               label=f"hottest: shard {load.hottest_id} ({pct(load.peak)})")
     if load.band is not None:
         low, high = load.band
         ax.axhspan(low * scale, high * scale, color=_BAND, alpha=0.25, lw=0,
-                   label=f"uniform keys' band {low * scale:.2f}-{high * scale:.2f}%")
+                   label=f"uniform keys' band {pct(low)} to {pct(high)}")
     ax.axhline(load.mean * scale, color=_MEAN, ls="--", lw=1,
-               label=f"mean shard: {load.mean * scale:.2f}%")
+               label=f"mean shard: {pct(load.mean)}")
     ax.set_xlim(-0.6, len(load.ids) - 0.4)
     ax.set_ylim(0, top * scale)
     ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:g}%")
@@ -176,7 +177,7 @@ def mitigation_figure(runs: Sequence[RunSummary]) -> Figure:
     cpu_ax.bar(x + width / 2, median, width, color=_MEDIAN_BAR, label="median shard")
     for i, (h, m) in enumerate(zip(hottest, median, strict=True)):
         for dx, value in ((-width / 2, h), (width / 2, m)):
-            text = "n/a" if math.isnan(value) else f"{value:.0f}%"
+            text = "n/a" if math.isnan(value) else pct(value / 100)
             cpu_ax.text(i + dx, 0 if math.isnan(value) else value, text, ha="center",
                         va="bottom", fontsize=8)
     cpu_ax.set_ylim(0, 110)

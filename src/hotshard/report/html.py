@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
-from hotshard._format import ms, rps, times, whole
+from hotshard._format import ms, pct, rps, times, whole
 from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
@@ -73,19 +73,9 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _pct(x: float, digits: int | None = None) -> str:
-    if digits is None:
-        digits = 0 if abs(x) >= 0.1 else 1 if abs(x) >= 0.01 else 2
-    return f"{100 * x:.{digits}f}%"
-
-
 def _ms(x: float | None) -> str:
     """Milliseconds as the diagnosis writes them (the same numbers read the same)."""
     return "n/a" if x is None else ms(x)
-
-
-def _times(x: float) -> str:
-    return times(x)
 
 
 def _note(text: str) -> str:
@@ -194,12 +184,12 @@ def _profile_section(page: _Page, profile: Profile | None) -> str:
 
     s = summarize(profile)
     text = [f"Each point is one key, ranked by how many of the profile's {s.events:,.0f} "
-            f"events it carries, on log-log axes. The top key carries {_pct(s.top1_share, 2)} "
-            f"of events and the top 10 keys {_pct(s.top10_share, 1)}"]
+            f"events it carries, on log-log axes. The top key carries {pct(s.top1_share)} "
+            f"of events and the top 10 keys {pct(s.top10_share)}"]
     ratio = s.top1pct_vs_uniform
     if ratio is not None and math.isfinite(ratio):  # NaN below 100 keys
-        text.append(f"; the top 1% of keys carry {_pct(s.top1pct_share, 1)}, "
-                    f"{_times(ratio)} what uniform keys would give them")
+        text.append(f"; the top 1% of keys carry {pct(s.top1pct_share)}, "
+                    f"{times(ratio)} what uniform keys would give them")
     text.append(f". The dotted line is every key's count under uniform keys "
                 f"({s.events / s.keys:,.1f} events each).")
     if s.tail_alpha is not None:
@@ -220,25 +210,25 @@ def _profile_section(page: _Page, profile: Profile | None) -> str:
 # -- 2. per-shard load -----------------------------------------------------------------------
 def _uniform_words(load: ShardLoad, pred: Prediction, layout: Layout) -> str:
     lo, hi = float(load.values.min()), float(load.values.max())
-    spread = (f"each of the {layout.n_shards} shards {_pct(lo, 2)} of requests"
+    spread = (f"each of the {layout.n_shards} shards {pct(lo)} of requests"
               if hi - lo < 1e-9 * max(hi, 1e-12) else
-              f"each shard its part of the key space, {_pct(lo, 2)} to {_pct(hi, 2)} "
+              f"each shard its part of the key space, {pct(lo)} to {pct(hi)} "
               f"of requests")
     return (f"Uniform keys on {_e(layout.text())} give {spread}; with the profile's "
             f"{load.total:,.0f} events spread over as many keys as it has, every shard stays "
-            f"within {_pct(pred.uniform_low, 2)} to {_pct(pred.uniform_high, 2)} "
+            f"within {pct(pred.uniform_low)} to {pct(pred.uniform_high)} "
             f"(max/mean {pred.uniform_max_over_mean:.2f}x).")
 
 
 def _predicted_words(load: ShardLoad, pred: Prediction) -> str:
     text = (f"From the profile alone, shard {_e(load.hottest_id)} is predicted to take "
-            f"{_pct(load.peak, 1)} of requests, {_times(load.max_over_mean)} the mean shard")
+            f"{pct(load.peak)} of requests, {times(load.max_over_mean)} the mean shard")
     if load.peak > pred.uniform_high:
-        text += f", above the {_pct(pred.uniform_high, 2)} uniform keys could reach"
+        text += f", above the {pct(pred.uniform_high)} uniform keys could reach"
     else:
         text += ", inside the band uniform keys give: no hot shard"
     if pred.hottest_keys:
-        keys = ", ".join(f"{_e(k)} ({_pct(v, 1)})" for k, v in pred.hottest_keys[:3])
+        keys = ", ".join(f"{_e(k)} ({pct(v)})" for k, v in pred.hottest_keys[:3])
         text += f"; its biggest keys: {keys}"
     return text + "."
 
@@ -247,21 +237,21 @@ def _observed_words(load: ShardLoad, obs: Observations) -> str:
     keys = f" over {whole(obs.distinct_keys)} keys" if obs.distinct_keys else ""
     if load.unit == "cpu":
         median = load.median
-        text = (f"In {_e(load.title)}, shard {_e(load.hottest_id)} runs at {_pct(load.peak)} "
-                f"CPU" + (f", {_times(load.peak / median)} the median shard's {_pct(median)}"
+        text = (f"In {_e(load.title)}, shard {_e(load.hottest_id)} runs at {pct(load.peak)} "
+                f"CPU" + (f", {times(load.peak / median)} the median shard's {pct(median)}"
                           if median > 0 else ""))
         if load.band is not None:
-            text += (f"; uniform keys would keep the busiest shard near {_pct(load.band[1])} "
+            text += (f"; uniform keys would keep the busiest shard near {pct(load.band[1])} "
                      f"at this CPU")
         return text + " (no request counts per shard, so CPU is shown)."
-    text = (f"Shard {_e(load.hottest_id)} carries {_pct(load.peak, 1)} of the "
-            f"{whole(load.total)} requests in {_e(load.title)}, {_times(load.max_over_mean)} "
+    text = (f"Shard {_e(load.hottest_id)} carries {pct(load.peak)} of the "
+            f"{whole(load.total)} requests in {_e(load.title)}, {times(load.max_over_mean)} "
             "the mean shard")
     if load.band is not None:
         high = load.band[1]
         verdict = ("far above" if load.peak > 2 * high else "above" if load.peak > high
                    else "within")
-        text += (f"; {verdict} the {_pct(high, 2)} uniform keys could give the busiest shard "
+        text += (f"; {verdict} the {pct(high)} uniform keys could give the busiest shard "
                  f"for as many requests{keys}")
     return text + "."
 
@@ -346,7 +336,7 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
     p99 = prod.latency_ms.p99 if prod.latency_ms else None
     b99 = base.latency_ms.p99 if base is not None and base.latency_ms else None
     if p99 is not None and b99 is not None and b99 > 0:
-        sentence = (f"{_e(prod.label)}'s p99 is {_e(_ms(p99))}, {_times(p99 / b99)} "
+        sentence = (f"{_e(prod.label)}'s p99 is {_e(_ms(p99))}, {times(p99 / b99)} "
                     f"{_e(base.label)}'s {_e(_ms(b99))}")
         p_rate, b_rate = rate_of(prod), rate_of(base)
         if p_rate and b_rate:
@@ -368,18 +358,18 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
 def _cpu_cell(run: RunSummary) -> str:
     if run.hottest_cpu is None:
         return "n/a"
-    return _e(f"{_pct(run.hottest_cpu)} (shard {run.hottest_id})")
+    return _e(f"{pct(run.hottest_cpu)} (shard {run.hottest_id})")
 
 
 def _mitigation_words(before: RunSummary, after: RunSummary) -> str:
     what = after.mitigations or "the changes this run made"
     parts = []
     if before.hottest_cpu is not None and after.hottest_cpu is not None:
-        parts.append(f"the hottest shard's CPU goes from {_pct(before.hottest_cpu)} to "
-                     f"{_pct(after.hottest_cpu)}")
+        parts.append(f"the hottest shard's CPU goes from {pct(before.hottest_cpu)} to "
+                     f"{pct(after.hottest_cpu)}")
     if before.p99_ms is not None and after.p99_ms is not None and after.p99_ms > 0:
         change = before.p99_ms / after.p99_ms
-        how = f"{_times(change)} lower" if change >= 1 else f"{_times(1 / change)} higher"
+        how = f"{times(change)} lower" if change >= 1 else f"{times(1 / change)} higher"
         parts.append(f"p99 from {_ms(before.p99_ms)} to {_ms(after.p99_ms)} ({how})")
     if not parts:
         return f"{_e(after.label)} ({_e(what)}): not comparable, CPU and p99 are missing."
@@ -399,13 +389,13 @@ def _mitigations_section(page: _Page, roles: Roles) -> str:
     for run in runs:
         p99 = _ms(run.p99_ms)
         if run is not before and run.p99_ms and before.p99_ms:
-            p99 += f" ({_times(before.p99_ms / run.p99_ms)} lower)" \
+            p99 += f" ({times(before.p99_ms / run.p99_ms)} lower)" \
                 if run.p99_ms <= before.p99_ms else \
-                f" ({_times(run.p99_ms / before.p99_ms)} higher)"
+                f" ({times(run.p99_ms / before.p99_ms)} higher)"
         rows.append([_e(run.label), _e(run.mitigations or ("none (production)"
                                                            if run is before else "not recorded")),
                      _cpu_cell(run),
-                     _e(_pct(run.median_cpu)) if run.median_cpu is not None else "n/a",
+                     _e(pct(run.median_cpu)) if run.median_cpu is not None else "n/a",
                      _e(p99)])
     notes = [f"{r.label}: only {r.cpu_shards} of {r.n_shards} shards report CPU"
              for r in runs if 0 < r.cpu_shards < r.n_shards]
@@ -468,8 +458,8 @@ def _diagnosis_section(page: _Page, diagnosis: Diagnosis | None) -> str:
             gain = ""
             if r.hottest_before is not None and r.hottest_after is not None:
                 unit = f" ({_e(r.unit)})" if r.unit else ""
-                gain = (f" <span class=\"muted\">hottest shard {_e(_pct(r.hottest_before, 1))}"
-                        f" &rarr; {_e(_pct(r.hottest_after, 1))}{unit}</span>")
+                gain = (f" <span class=\"muted\">hottest shard {_e(pct(r.hottest_before))}"
+                        f" &rarr; {_e(pct(r.hottest_after))}{unit}</span>")
             recs.append(f"<li><b>{_e(r.action)}</b>: {_e(r.detail)}{gain}</li>")
         parts.append("<h3>Recommendations</h3><ol>" + "".join(recs) + "</ol>")
     if diagnosis.notes:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 from hotshard.observations import Observations
 from hotshard.report.rank_frequency import save_figure
@@ -47,10 +48,6 @@ def _as_list(obs: Observations | Sequence[Observations]) -> list[Observations]:
         if not isinstance(item, Observations):
             raise TypeError(f"expected Observations, got {type(item).__name__}")
     return items
-
-
-def _percent(value: float) -> str:
-    return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
 
 
 def _shard_ticks(ax: Axes, ids: Sequence[str], *, show: bool) -> None:
@@ -111,13 +108,13 @@ def _cpu_panel(ax: Axes, obs: Observations, colour: str, *, show_ticks: bool) ->
     if normal is not None:
         normal.set_label("shard")
     hot_bar = bars[int(np.count_nonzero(present[:hot]))]
-    hot_bar.set_label(f"hottest: shard {ids[hot]} ({_percent(cpu[hot])})")
+    hot_bar.set_label(f"hottest: shard {ids[hot]} ({pct(cpu[hot] / 100)})")
     if over.size:
         ax.bar([np.nan], [0], color="white", edgecolor=_GAP, hatch="//",
                label=f"clipped at 100% ({over.size})")
     median = float(np.median(cpu[present]))
     ax.axhline(median, color=_MEDIAN, ls="--", lw=1.2,
-               label=f"median shard: {_percent(median)}")
+               label=f"median shard: {pct(median / 100)}")
     ax.legend(fontsize=7, loc="best", framealpha=0.9)
 
 

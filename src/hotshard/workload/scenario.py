@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 
 __all__ = ["Arrivals", "HotEvent", "parse_duration", "parse_event"]
@@ -87,7 +88,7 @@ def check_overlaps(events: tuple[HotEvent, ...]) -> None:
         if total > 1.0 + 1e-12:
             keys = ", ".join(f"{e.key} ({e.share:g})" for e in active)
             raise InputError(f"at {format_duration(t)} into the run the events on {keys} ask "
-                             f"for {total:.0%} of all traffic: shares of events at the same "
+                             f"for {pct(total)} of all traffic: shares of events at the same "
                              "time must add up to at most 1")
 
 

@@ -1,0 +1,45 @@
+"""The one way numbers are written (hotshard._format): each rule at its boundaries."""
+
+from __future__ import annotations
+
+import pytest
+
+from hotshard._format import count, ms, pct, pp, rps, times, whole
+
+
+@pytest.mark.parametrize(("x", "text"), [
+    (0.0, "0%"), (1.0, "100%"), (0.12, "12%"), (0.07, "7.0%"), (0.0148, "1.5%"),
+    (0.0015, "0.15%"), (0.000015, "0.0015%"), (0.0994, "9.9%"),
+    (0.099996, "10%"),       # rounded first: never "10.0%"
+    (0.0099996, "1.0%"),     # nor "1.00%"
+    (0.00099996, "0.10%"),
+    (1e-8, "1.0e-06%"),      # a share that is there is never written as 0.000000%
+])
+def test_pct(x, text):
+    assert pct(x) == text
+
+
+@pytest.mark.parametrize(("x", "text"), [
+    (0.0, "+0 pp"), (0.015, "+1.5 pp"), (-0.12, "-12 pp"), (-0.0005, "-0.050 pp"),
+    (0.000015, "+0.0015 pp"),
+])
+def test_pp(x, text):
+    assert pp(x) == text
+
+
+def test_pp_has_pct_digits():
+    for x in (0.31, 0.052, 0.0123, 0.00042):
+        assert pp(x) == "+" + pct(x).removesuffix("%") + " pp"
+        assert pp(-x) == "-" + pct(x).removesuffix("%") + " pp"
+
+
+@pytest.mark.parametrize("x", [float("nan"), float("inf")])
+def test_pct_of_a_non_finite_value_does_not_raise(x):
+    assert pct(x).endswith("%")
+
+
+def test_the_other_formats():
+    assert whole(1234567.4) == "1,234,567" and whole(1.2e18) == "1.2e+18"
+    assert ms(1234.5) == "1,234 ms" and ms(5.25) == "5.2 ms" and ms(0.123) == "0.12 ms"
+    assert times(1.054) == "1.05x" and times(3.44) == "3.4x" and times(12.4) == "12x"
+    assert rps(3000) == "3,000 req/s" and count(12345) == "12,345"
