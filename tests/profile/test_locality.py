@@ -67,8 +67,8 @@ def test_the_stack_pass_equals_a_brute_force_lru_stack(seed):
 
 
 def test_the_marker_count_equals_a_popcount_at_every_level():
-    """The count of markers between two positions (bitmap, then counts of 4,096, 2^18 and
-    2^24 positions, as the pass keeps them) against numpy's popcount of the same bits, over
+    """The count of markers between two positions (bitmap, then counts of 1,024, 2^16 and
+    2^22 positions, as the pass keeps them) against numpy's popcount of the same bits, over
     2^26 positions: every level's sums, near and far."""
     from hotshard.profile._locality_kernels import _after
 
@@ -83,8 +83,8 @@ def test_the_marker_count_equals_a_popcount_at_every_level():
         bits[pos >> 6] &= (np.uint64(1) << np.uint64(pos & 63)) - np.uint64(1)
         bits[(pos >> 6) + 1:] = 0                               # none at or past pos
         per_word = np.bitwise_count(bits).astype(np.int64)
-        c1, c2, c3 = (np.append(per_word.reshape(-1, 64 ** j).sum(axis=1), 0)
-                      for j in (1, 2, 3))
+        c1, c2, c3 = (np.append(per_word.reshape(-1, 16 * 64 ** j).sum(axis=1), 0)
+                      for j in (0, 1, 2))
         want = per_word[(old >> 6) + 1:].sum() + int(
             np.bitwise_count(bits[old >> 6] >> np.uint64(old & 63) >> np.uint64(1)))
         assert _after(bits, c1, c2, c3, old, pos) == want, (old, pos)

@@ -8,11 +8,11 @@ line a probe), no sort.
 reference, the keys touched since the previous reference to the same key are exactly the live
 markers after its old position, so the stack distance is one count, and the marker moves to
 the newest position. The markers are a bitmap (64 positions to a word) under three levels of
-counts, each of 64 of the level below (4,096, 2^18 and 2^24 positions): a count of the
-markers after a position is the popcount of the rest of its word, then of the rest of its
-64-word block, then sums of the rest of each level's group up to the newest position, most of
-them empty for a recent reference, and a move is one bit and three counts each way, with no
-loop. Positions are kept to 4K (when they run out, the live markers, at most K, are
+counts (of 1,024, 2^16 and 2^22 positions: 16 words, then 64 of the level below): a count of
+the markers after a position is the popcount of the rest of its word, then of the rest of
+its 16-word block, then sums of the rest of each level's group up to the newest position,
+most of them empty for a recent reference, and a move is one bit and three counts each way,
+with no loop. Positions are kept to 4K (when they run out, the live markers, at most K, are
 renumbered 0..L-1 in order, by a scan of the bitmap and the owner of each position), so the
 structure is a few bits a key and stays in cache whatever the stream's length.
 
@@ -159,31 +159,31 @@ def _move(bits, c1, c2, c3, p: int, on: bool) -> None:
         bits[p >> 6] |= bit
     else:
         bits[p >> 6] &= ~bit
-    c1[p >> 12] += d
-    c2[p >> 18] += d
-    c3[p >> 24] += d
+    c1[p >> 10] += d
+    c2[p >> 16] += d
+    c3[p >> 22] += d
 
 
 @njit(cache=True, inline="always")
 def _after(bits, c1, c2, c3, old: int, pos: int) -> int:
-    """Live markers at positions old+1 .. pos-1 (none lie at pos or beyond). At each level,
-    the rest of old's group is summed from whichever end is nearer: forward to the newest
-    position or the group's end, or as the group's count less what lies up to old."""
+    """Live markers at positions old+1 .. pos-1 (none lie at pos or beyond): the rest of
+    old's word, of its block (from the nearer end: forward, or the block's count less what
+    lies up to old), then of each level's group, forward to the newest position."""
     w = old >> 6
     d = _popcount((bits[w] >> np.uint64(old & 63)) >> _ONE)
     top = (pos - 1) >> 6
-    if top <= (w | 63) or (w & 63) >= 32:   # the rest of its 64-word block
-        for q in range(w + 1, min(w | 63, top) + 1):
+    if top <= (w | 15) or (w & 15) >= 8:   # the rest of its 16-word block
+        for q in range(w + 1, min(w | 15, top) + 1):
             d += _popcount(bits[q])
     else:
         below = _popcount(bits[w]) - d
-        for q in range(w & ~63, w):
+        for q in range(w & ~15, w):
             below += _popcount(bits[q])
-        d = c1[w >> 6] - below
-    b, top = w >> 6, top >> 6
-    d += _rest(c1, c2, b, top)            # the rest of its 2^18-position group
+        d = c1[w >> 4] - below
+    b, top = w >> 4, top >> 4
+    d += _rest(c1, b, top)            # the rest of its 2^16-position group
     b, top = b >> 6, top >> 6
-    d += _rest(c2, c3, b, top)            # the rest of its 2^24-position group
+    d += _rest(c2, b, top)            # the rest of its 2^22-position group
     b, top = b >> 6, top >> 6
     for q in range(b + 1, top + 1):
         d += c3[q]
@@ -191,8 +191,8 @@ def _after(bits, c1, c2, c3, old: int, pos: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _rest(counts, parent, b: int, top: int) -> int:
-    """Sum of counts[b+1 .. min(end of b's group of 64, top)], from the nearer end."""
+def _rest(counts, b: int, top: int) -> int:
+    """Sum of counts[b+1 .. min(end of b's group of 64, top)]."""
     d = 0
     for q in range(b + 1, min(b | 63, top) + 1):
         d += counts[q]
@@ -228,7 +228,7 @@ def _stack(n_keys: int):
     cap = 4 * n_keys + 4096
     words = (cap >> 6) + 1
     bits = np.zeros(words, dtype=np.uint64)
-    c1 = np.zeros((words >> 6) + 1, dtype=np.int64)
+    c1 = np.zeros((words >> 4) + 1, dtype=np.int64)
     c2 = np.zeros((c1.size >> 6) + 1, dtype=np.int64)
     c3 = np.zeros((c2.size >> 6) + 1, dtype=np.int64)
     owner = np.empty(cap, dtype=np.int32)   # the key of each position's marker
