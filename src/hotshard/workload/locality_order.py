@@ -111,121 +111,173 @@ def _rows_for(classes: NDArray[np.int64], measured: NDArray[np.int64]) -> NDArra
     return np.where(use_lower, lower, idx).astype(np.int64)
 
 
+_GUIDE = 1024   # guide-table entries per reuse-time CDF
+
+
 @njit(cache=True, inline="always")
-def _advance(t: float, r: int, span: float, cdf: np.ndarray, lo: np.ndarray,
-             width: np.ndarray) -> float:
-    """The instant of a key's next reference after ``t``: a gap from its class's reuse-time
-    CDF (row ``r``; a reuse time of g references is a gap of g - 1 units), or a uniform
-    instant in ``span`` when the class measured none (r < 0)."""
-    if r < 0:
-        return np.random.random() * span
-    b = np.searchsorted(cdf[r], np.random.random(), side="right")
-    gap = lo[b] + np.floor(np.random.random() * width[b])
-    return t + gap - 1.0 + 1e-6 * np.random.random()
+def _uniform(state: np.ndarray) -> float:
+    """A uniform draw in [0, 1) from a splitmix64 stream (``state``: one uint64)."""
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)
-def _renewal_order(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.ndarray,
-                   width: np.ndarray, seed: int, warp_u: np.ndarray,
-                   warp_y: np.ndarray, warp_row: np.ndarray) -> np.ndarray:
-    """Key positions in stream order: each key's references on a circle of the stream's
-    length, one reference per unit of time on average (first instant uniform, then gaps from
-    its row's CDF), sorted by instant: a counting sort on the whole units, then each unit's
-    few references by their exact instant.
+def _guides(cdf: np.ndarray) -> np.ndarray:
+    """Per CDF row, the first bin whose CDF exceeds g / _GUIDE, for each g: a draw starts
+    there and walks a bin or two (a guide table: searchsorted's answer in O(1))."""
+    out = np.zeros((cdf.shape[0], _GUIDE), dtype=np.int32)
+    last = cdf.shape[1] - 1
+    for r in range(cdf.shape[0]):
+        b = 0
+        for g in range(_GUIDE):
+            while b < last and cdf[r, b] <= g / _GUIDE:
+                b += 1
+            out[r, g] = b
+    return out
+
+
+@njit(cache=True, inline="always")
+def _advance(t: float, r: int, span: float, cdf: np.ndarray, guide: np.ndarray,
+             lo: np.ndarray, width: np.ndarray, state: np.ndarray) -> float:
+    """The instant of a key's next reference after ``t``: a gap from its class's reuse-time
+    CDF (row ``r``; a reuse time of g references is a gap of g - 1 units, plus 1e-6 so a key
+    re-read at once still follows itself), or a uniform instant in ``span`` when the class
+    measured none (r < 0)."""
+    if r < 0:
+        return _uniform(state) * span
+    u = _uniform(state)
+    b = guide[r, int(u * _GUIDE)]
+    while b < cdf.shape[1] - 1 and cdf[r, b] <= u:
+        b += 1
+    gap = lo[b] + np.floor(_uniform(state) * width[b])   # drawn even for a width of 1:
+    return t + gap - 1.0 + 1e-6                          # no branch to mispredict
+
+
+@njit(cache=True)
+def _own_instants(out: np.ndarray, j: int, k: int, c: int, r: int, u: np.ndarray,
+                  warp_y: np.ndarray, n: int, cdf: np.ndarray, guide: np.ndarray,
+                  lo: np.ndarray, width: np.ndarray, state: np.ndarray, frac_bits: int,
+                  owner_bits: int) -> int:
+    """A key with a timeline of its own (an event's channel, cumulative shares ``u`` at the
+    window edges): each window gets its share of the key's ``c`` requests (largest
+    remainder), laid out inside the window's part of the run by the class's reuse times,
+    wrapping inside the window. Writes from out[j]; returns the next j."""
+    windows = u.size - 1
+    here = np.zeros(windows, dtype=np.int64)
+    rem = np.zeros(windows, dtype=np.float64)
+    left = c
+    for w in range(windows):
+        share = u[w + 1] - u[w]
+        here[w] = int(np.floor(c * share))
+        rem[w] = c * share - here[w]
+        left -= here[w]
+    while left > 0:
+        best = np.argmax(rem)
+        here[best] += 1
+        rem[best] = -1.0
+        left -= 1
+    one = float(1 << frac_bits)
+    top = (n << frac_bits) - 1
+    for w in range(windows):
+        a = warp_y[w] * n
+        length = warp_y[w + 1] * n - a
+        if here[w] == 0:
+            continue
+        t = _uniform(state) * length
+        for i in range(here[w]):
+            if i > 0:
+                t = _advance(t, r, length, cdf, guide, lo, width, state)
+            at = a + (t % length if length > 0 else 0.0)
+            out[j] = (min(np.int64(at * one), top) << owner_bits) | k
+            j += 1
+    return j
+
+
+@njit(cache=True, inline="always")
+def _warp(u: float, knots: np.ndarray, row: int, y: np.ndarray) -> float:
+    """Fraction ``u`` of a key's circle moved to its fraction of the run: piecewise linear
+    from knots[row] (at the window edges) to ``y``."""
+    last = knots.shape[1] - 2
+    seg = 0
+    while seg < last and knots[row, seg + 1] <= u:
+        seg += 1
+    span = knots[row, seg + 1] - knots[row, seg]
+    frac = (u - knots[row, seg]) / span if span > 0 else 0.0
+    return y[seg] + frac * (y[seg + 1] - y[seg])
+
+
+@njit(cache=True)
+def _instants(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.ndarray,
+              width: np.ndarray, seed: int, warp_u: np.ndarray, warp_y: np.ndarray,
+              warp_row: np.ndarray, frac_bits: int, owner_bits: int) -> np.ndarray:
+    """Every reference as one int64 (>= 0), its instant in fixed point (``frac_bits`` below
+    the unit) above its key's position (``owner_bits``): sorting these sorts the stream,
+    ties (a 2^-frac_bits of a unit) by key. Each key's references lie on a circle of the
+    stream's length, one reference per unit of time on average: a uniform first instant,
+    then gaps from its row's CDF (``_advance``). With timelines (``warp_u`` rows), a head key
+    of its own row follows it (``_own_instants``) and every other key fills what they leave
+    of each window: an instant at fraction u of the circle moves to fraction y of the run
+    (``_warp`` by the last row's knots)."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed)
+    guide = _guides(cdf)
+    n = 0
+    for k in range(counts.size):
+        n += counts[k]
+    one = float(1 << frac_bits)
+    top = (n << frac_bits) - 1
+    out = np.empty(n, dtype=np.int64)
+    j = 0
+    rest = warp_u.shape[0] - 1  # the row of every key that follows no timeline of its own
+    for k in range(counts.size):
+        c = counts[k]
+        r = row[k]
+        if k < warp_row.size and warp_row[k] >= 0:
+            j = _own_instants(out, j, k, c, r, warp_u[warp_row[k]], warp_y, n, cdf, guide,
+                              lo, width, state, frac_bits, owner_bits)
+            continue
+        t = _uniform(state) * n
+        for i in range(c):
+            if i > 0:
+                t = _advance(t, r, n, cdf, guide, lo, width, state)
+                if t >= n:
+                    t -= n * np.floor(t / n)
+            out[j] = (min(np.int64(t * one), top) << owner_bits) | k
+            j += 1
+    if rest >= 0:   # a pass of its own: in the loop above, the warp halves its speed
+        mask = (1 << owner_bits) - 1
+        for q in range(n):
+            k = out[q] & mask
+            if k < warp_row.size and warp_row[k] >= 0:
+                continue
+            at = _warp((out[q] >> owner_bits) / one / n, warp_u, rest, warp_y) * n
+            out[q] = (min(np.int64(at * one), top) << owner_bits) | k
+    return out
+
+
+def _renewal_order(counts: NDArray[np.int64], row: NDArray[np.int64], cdf: NDArray,
+                   lo: NDArray, width: NDArray, seed: int, warp_u: NDArray, warp_y: NDArray,
+                   warp_row: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Key positions in stream order: every reference's instant (``_instants``) sorted.
 
     A reuse time of g references is a gap of g - 1 units: the other references that fall in
     it number g - 1 on average, and a key re-read at once (g = 1) follows itself directly,
     as a burst of reads of one key does in production."""
-    np.random.seed(seed)
-    n = 0
-    for k in range(counts.size):
-        n += counts[k]
-    instants = np.empty(n, dtype=np.float64)
-    owner = np.empty(n, dtype=np.int64)
-    j = 0
-    rest = warp_u.shape[0] - 1  # the row of every key that follows no timeline of its own
-    here = np.zeros(max(warp_u.shape[1] - 1, 1), dtype=np.int64)
-    rem = np.zeros(here.size, dtype=np.float64)
-    for k in range(counts.size):
-        c = counts[k]
-        if c == 0:
-            continue
-        r = row[k]
-        own = warp_row[k] if k < warp_row.size else -1
-        if own >= 0:
-            # a key with a timeline of its own (an event's channel): each window gets its
-            # share of the key's requests (largest remainder), laid out inside the window's
-            # part of the run by the class's reuse times, wrapping inside the window
-            windows = warp_u.shape[1] - 1
-            left = c
-            for w in range(windows):
-                share = warp_u[own, w + 1] - warp_u[own, w]
-                cw = int(np.floor(c * share))
-                here[w] = cw
-                rem[w] = c * share - cw
-                left -= cw
-            while left > 0:
-                best, frac_best = 0, -1.0
-                for w in range(windows):
-                    if rem[w] > frac_best:
-                        best, frac_best = w, rem[w]
-                here[best] += 1
-                rem[best] = -1.0
-                left -= 1
-            for w in range(windows):
-                a, b_end = warp_y[w] * n, warp_y[w + 1] * n
-                length = b_end - a
-                if here[w] == 0:
-                    continue
-                t = np.random.random() * length
-                for i in range(here[w]):
-                    if i > 0:
-                        t = _advance(t, r, length, cdf, lo, width)
-                    instants[j] = min(a + (t % length if length > 0 else 0.0), n - 1e-9)
-                    owner[j] = k
-                    j += 1
-            continue
-        t = np.random.random() * n
-        for i in range(c):
-            if i > 0:
-                t = _advance(t, r, n, cdf, lo, width)
-            t = t % n
-            if rest >= 0:  # timelines: every other key fills what they leave of each window
-                u = t / n
-                seg = np.searchsorted(warp_u[rest], u, side="right") - 1
-                seg = min(max(seg, 0), warp_u.shape[1] - 2)
-                span = warp_u[rest, seg + 1] - warp_u[rest, seg]
-                frac = (u - warp_u[rest, seg]) / span if span > 0 else 0.0
-                y = warp_y[seg] + frac * (warp_y[seg + 1] - warp_y[seg])
-                instants[j] = min(y * n, n - 1e-9)
-            else:
-                instants[j] = t
-            owner[j] = k
-            j += 1
-    start = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        start[min(int(instants[i]), n - 1) + 1] += 1
-    for i in range(n):
-        start[i + 1] += start[i]
-    fill = start[:n].copy()
-    out = np.empty(n, dtype=np.int64)
-    when = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        slot = min(int(instants[i]), n - 1)
-        out[fill[slot]] = owner[i]
-        when[fill[slot]] = instants[i]
-        fill[slot] += 1
-    for slot in range(n):  # insertion sort inside each unit (about one reference each)
-        for a in range(start[slot] + 1, start[slot + 1]):
-            w, o = when[a], out[a]
-            b = a - 1
-            while b >= start[slot] and when[b] > w:
-                when[b + 1] = when[b]
-                out[b + 1] = out[b]
-                b -= 1
-            when[b + 1] = w
-            out[b + 1] = o
-    return out
+    n = int(np.sum(counts))
+    owner_bits = max(int(counts.size - 1).bit_length(), 1)
+    frac_bits = 63 - owner_bits - max(n.bit_length(), 1)   # int64: the sign bit unused
+    if frac_bits < 4:
+        raise InputError(f"ordering {n:,} references over {counts.size:,} keys by locality "
+                         "needs more than 64 bits a reference")
+    packed = _instants(np.asarray(counts, dtype=np.int64), row, cdf, lo, width, int(seed),
+                       warp_u, warp_y, warp_row, min(frac_bits, 30), owner_bits)
+    packed.sort()   # numpy's vectorized sort: the one pass over the whole stream in memory
+    packed &= (1 << owner_bits) - 1
+    return packed
 
 
 def _corrected(cdf: NDArray[np.float64], positions: NDArray[np.int64],
