@@ -253,13 +253,10 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
         step(3, f"Predict the hot shard: {s.shards} shards placed by {PARTITIONER}, "
                 "before any test")
         from hotshard.render import prediction_summary
-        from hotshard.shards import resolve_key_type
-        from hotshard.shards.partitioners import make_partitioner
+        from hotshard.shards.partitioners import partitioner_for
         from hotshard.shards.predict import predict
 
-        part = make_partitioner(PARTITIONER, s.shards,
-                                key_type=resolve_key_type(PARTITIONER, None,
-                                                          integer_keys=profile.integer_keys))
+        part = partitioner_for(PARTITIONER, s.shards, integer_keys=profile.integer_keys)
         prediction = predict(profile, part)
         say(prediction_summary(prediction))
 

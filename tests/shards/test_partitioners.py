@@ -8,7 +8,7 @@ import pytest
 
 from hotshard.errors import InputError
 from hotshard.shards import _hashes as H
-from hotshard.shards.partitioners import encode_keys, make_partitioner
+from hotshard.shards.partitioners import encode_keys, make_partitioner, partitioner_for
 
 
 def test_redis_crc16_and_slots():
@@ -161,6 +161,25 @@ def test_map_partitioner(tmp_path):
     assert p.n_shards == 3 and p.shard_of(["b", "a"]).tolist() == [2, 0]
     with pytest.raises(InputError, match="not in the map table"):
         p.shard_of(["zzz"])
+
+
+def test_partitioner_for_types_keys_by_the_one_rule(tmp_path):
+    assert partitioner_for("kafka", 8, integer_keys=True).key_type == "bigint"
+    assert partitioner_for("kafka", 8, integer_keys=False).key_type == "text"
+    assert partitioner_for("kafka", 8, integer_keys=True, key_type="text").key_type == "text"
+    # Redis Cluster hashes the key's text whatever it is told
+    assert partitioner_for("redis-cluster", 3, integer_keys=True,
+                           key_type="bigint").key_type == "text"
+    keys = ["4711", "982"]
+    assert partitioner_for("cassandra", 12, integer_keys=True).shard_of(keys).tolist() == \
+        make_partitioner("cassandra", 12, key_type="bigint").shard_of(keys).tolist()
+    f = tmp_path / "map.csv"
+    f.write_text("key,shard\na,0\nb,2\n")
+    assert partitioner_for("map", integer_keys=False, map_file=str(f)).n_shards == 3
+    with pytest.raises(InputError, match="lays out 3 shards, not 4"):
+        partitioner_for("map", 4, integer_keys=False, map_file=str(f))
+    with pytest.raises(InputError, match="how many shards"):
+        partitioner_for("jump", integer_keys=True)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -104,6 +104,19 @@ class SplitSpec(click.ParamType):
         return k, s
 
 
+def need_shard_count(partitioner: str, shards: int | None, layout: dict) -> None:
+    """Before any file is read, in the flags' words: stores whose layout comes from a file
+    know their shard count, the others need -n; the map partitioner is nothing without its
+    file. (``partitioner_for`` checks the same in the library's words.)"""
+    if partitioner == "map" and not layout.get("map_file"):
+        raise click.UsageError("--partitioner map needs --map FILE (key,shard lines)")
+    from hotshard.shards import LAYOUT_FILE
+
+    if shards is None and not layout.get(LAYOUT_FILE.get(partitioner, "")):
+        raise click.UsageError(f"say how many shards: --shards N (the {partitioner} "
+                               "partitioner needs it)")
+
+
 def partitioner_options(func):
     """Options shared by `shard` and `predict`: how the store lays out its shards."""
     opts = [
@@ -131,4 +144,4 @@ def partitioner_options(func):
 
 __all__ = ["KEY_TYPE_RULE", "PARTITIONER_CHOICE", "AlternativeList", "Count", "HotEventSpec",
            "Seconds",
-           "SplitSpec", "partitioner_options"]
+           "SplitSpec", "need_shard_count", "partitioner_options"]

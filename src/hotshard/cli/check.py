@@ -126,13 +126,12 @@ def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_t
     limits = Thresholds().updated(dict(thresholds))
     part = None
     if partitioner is not None:
-        from hotshard.cli.shards import _need_shard_count
-        from hotshard.shards import resolve_key_type
-        from hotshard.shards.partitioners import make_partitioner
+        from hotshard.cli._options import need_shard_count
+        from hotshard.shards.partitioners import partitioner_for
 
-        _need_shard_count(partitioner, shards, layout)
-        chosen = resolve_key_type(partitioner, key_type, integer_keys=production.integer_keys)
-        part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
+        need_shard_count(partitioner, shards, layout)
+        part = partitioner_for(partitioner, shards, key_type=key_type,
+                               integer_keys=production.integer_keys, **layout)
     elif shards is not None:
         raise click.UsageError("--shards goes with --partitioner")
     test, counts = profile_test(test_inputs, production=production, key=key, partitioner=part,

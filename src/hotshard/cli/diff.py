@@ -46,7 +46,7 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
       hotshard diff normal.json event.json -p cassandra -n 12 --plot moved.png
       hotshard diff normal.json event.json --top 100 --json
     """
-    from hotshard.cli.shards import _need_shard_count
+    from hotshard.cli._options import need_shard_count
     from hotshard.compare.diff import diff as run_diff
     from hotshard.compare.diff import diff_table
     from hotshard.profile.model import Profile
@@ -54,7 +54,7 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
     if partitioner is None and shards is not None:
         raise click.UsageError("--shards goes with --partitioner: name the store")
     if partitioner is not None:
-        _need_shard_count(partitioner, shards, layout)
+        need_shard_count(partitioner, shards, layout)
     if plot:
         from hotshard._atomic import check_writable
         from hotshard.report.rank_frequency import image_format
@@ -64,13 +64,11 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
     a, b = Profile.load(profile_a), Profile.load(profile_b)
     part = None
     if partitioner is not None:
-        from hotshard.shards import resolve_key_type
-        from hotshard.shards.partitioners import make_partitioner
+        from hotshard.shards.partitioners import partitioner_for
 
         # one typing for both, so a key lands on the same shard in A and in B
-        chosen = resolve_key_type(partitioner, key_type,
-                                  integer_keys=a.integer_keys and b.integer_keys)
-        part = make_partitioner(partitioner, shards, key_type=chosen, **layout)
+        part = partitioner_for(partitioner, shards, key_type=key_type,
+                               integer_keys=a.integer_keys and b.integer_keys, **layout)
     result = run_diff(a, b, top=top, partitioner=part, movers=movers,
                       labels=(profile_a, profile_b), allow_disjoint=allow_disjoint)
     if plot:

@@ -96,12 +96,10 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
     placements = []
     if placement_names:
         from hotshard.profile.count import key_column_is_integer
-        from hotshard.shards import resolve_key_type
-        from hotshard.shards.partitioners import make_partitioner
+        from hotshard.shards.partitioners import partitioner_for
 
         integer = key_type is None and key_column_is_integer(list(inputs), key)
-        placements = [make_partitioner(name, n, key_type=resolve_key_type(
-                          name, key_type, integer_keys=integer))
+        placements = [partitioner_for(name, n, key_type=key_type, integer_keys=integer)
                       for name, n in zip(placement_names, placement_shards, strict=True)]
     with ProgressBar(not quiet) as bar:
         result = count_profile(list(inputs), key=key, counts=counts, op=op, size=size,

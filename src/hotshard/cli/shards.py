@@ -10,21 +10,9 @@ from hotshard.cli._options import (
     KEY_TYPE_RULE,
     PARTITIONER_CHOICE,
     SplitSpec,
+    need_shard_count,
     partitioner_options,
 )
-
-
-def _need_shard_count(partitioner, shards, layout) -> None:
-    """Stores whose layout comes from a file know their shard count; the others need -n;
-    the map partitioner is nothing without its file."""
-    if partitioner == "map" and not layout.get("map_file"):
-        raise click.UsageError("--partitioner map needs --map FILE (key,shard lines)")
-    from hotshard.shards import LAYOUT_FILE
-
-    if shards is None and not layout.get(LAYOUT_FILE.get(partitioner, ""), None):
-        raise click.UsageError(f"say how many shards: --shards N (the {partitioner} "
-                               "partitioner needs it)")
-
 
 
 @click.command(epilog=KEY_TYPE_RULE)
@@ -49,18 +37,18 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
     """
     from hotshard.cli._console import note
     from hotshard.shards import keys_look_integer, resolve_key_type
-    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.partitioners import partitioner_for
 
-    _need_shard_count(partitioner, shards, layout)
-    chosen = resolve_key_type(partitioner, key_type, integer_keys=keys_look_integer(keys))
+    need_shard_count(partitioner, shards, layout)
+    part = partitioner_for(partitioner, shards, key_type=key_type,
+                           integer_keys=keys_look_integer(keys), **layout)
+    chosen = getattr(part, "key_type", "text")
     integers = [k for k in keys if keys_look_integer([k])]
     if key_type is None and chosen == "text" and integers and \
             resolve_key_type(partitioner, integer_keys=True) == "bigint":
         looks = "looks like an integer" if len(integers) == 1 else "look like integers"
         note(f"mixed keys ({len(integers)} of {len(keys)} {looks}): all are hashed as text; "
              "--key-type bigint types the integers as 8-byte integers (give them alone with it)")
-    part = make_partitioner(partitioner, shards, key_type=chosen,
-                            **layout)
     placed = part.shard_of(list(keys))
     details = part.details(list(keys)) if hasattr(part, "details") else {}
     for i, key in enumerate(keys):
@@ -128,8 +116,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.mitigations import Mitigations
     from hotshard.profile.model import Profile
     from hotshard.render import prediction_summary
-    from hotshard.shards import resolve_key_type
-    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict as run_predict
 
     live = None
@@ -140,16 +127,16 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
 
         live = live_slot_map(slots_from)
     else:
-        _need_shard_count(partitioner, shards, layout)
+        need_shard_count(partitioner, shards, layout)
     if (rps is None) != (capacity is None):
         raise click.UsageError("--rps and --capacity go together (CPU = rps x share / capacity)")
     if coalesce and rps is None:
         raise click.UsageError("--coalesce needs --rps and --capacity: how many reads merge "
                                "depends on how often a key's reads overlap one in flight")
     prof = Profile.load(profile_path)
-    chosen = resolve_key_type(partitioner, key_type, integer_keys=prof.integer_keys)
-    part = make_partitioner(partitioner, shards, key_type=chosen, key_template=key_template,
-                            slot_node=live[0] if live else None, **layout)
+    part = partitioner_for(partitioner, shards, key_type=key_type,
+                           integer_keys=prof.integer_keys, key_template=key_template,
+                           slot_node=live[0] if live else None, **layout)
     if live is not None and not as_json:
         from hotshard.cli._console import note
 

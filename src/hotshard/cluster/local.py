@@ -162,9 +162,9 @@ def find_redis_server() -> str:
 
 def even_slot_ranges(n: int) -> list[tuple[int, int]]:
     """The slot range of each of n masters, as ``redis-cli --cluster create`` assigns them."""
-    from hotshard.shards.partitioners import _even_slots
+    from hotshard.shards.partitioners import even_slots
 
-    slot_node = _even_slots(n)
+    slot_node = even_slots(n)
     ranges = []
     for node in range(n):
         where = (slot_node == node).nonzero()[0]

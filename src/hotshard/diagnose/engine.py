@@ -41,12 +41,10 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
               ) -> list[Recommendation]:
     """Predict the hottest shard's share before and after each mitigation on this profile."""
     from hotshard.mitigations import Mitigations
-    from hotshard.shards import resolve_key_type
-    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict
 
-    key_type = resolve_key_type(partitioner, None, integer_keys=profile.integer_keys)
-    part = make_partitioner(partitioner, n_shards, key_type=key_type)
+    part = partitioner_for(partitioner, n_shards, integer_keys=profile.integer_keys)
     split = min(SPLIT_KEYS, len(profile.head_keys))
     options = []
     if split:

@@ -342,10 +342,11 @@ def predicted_loads(profile: Profile, layout: Layout
     InputError
         The partitioner cannot be built (e.g. it needs a layout file).
     """
-    from hotshard.shards.partitioners import make_partitioner
+    from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict
 
-    part = make_partitioner(layout.partitioner, layout.n_shards, key_type=layout.key_type)
+    part = partitioner_for(layout.partitioner, layout.n_shards, key_type=layout.key_type,
+                           integer_keys=profile.integer_keys)
     pred = predict(profile, part)
     ids = tuple(str(i) for i in range(pred.n_shards))
     own = np.asarray(part.ownership(), dtype=np.float64)

@@ -22,10 +22,11 @@ from numpy.typing import NDArray
 from hotshard._files import require_file
 from hotshard.errors import InputError
 from hotshard.profile.placement import Placer
-from hotshard.shards import PARTITIONERS, TEXT_KEYED
+from hotshard.shards import PARTITIONERS, TEXT_KEYED, resolve_key_type
 from hotshard.shards import _hashes as H
 
-__all__ = ["PARTITIONERS", "TEXT_KEYED", "Partitioner", "encode_keys", "make_partitioner"]
+__all__ = ["PARTITIONERS", "TEXT_KEYED", "Partitioner", "encode_keys", "even_slots",
+           "make_partitioner", "partitioner_for"]
 
 REDIS_SLOTS = 16384
 INT64_MIN = -(2**63)
@@ -181,7 +182,7 @@ class RedisCluster(_Named):
         return {"slot": self.slots(keys)}
 
 
-def _even_slots(n: int) -> NDArray[np.int64]:
+def even_slots(n: int) -> NDArray[np.int64]:
     """Slot ranges as `redis-cli --cluster create` assigns them to n masters."""
     per_node = REDIS_SLOTS / n
     slot_node = np.empty(REDIS_SLOTS, dtype=np.int64)
@@ -624,7 +625,7 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
     if name == "redis-cluster":
         if n > REDIS_SLOTS:
             raise InputError(f"redis cluster has {REDIS_SLOTS} slots: at most that many nodes")
-        return RedisCluster(n, _even_slots(n), key_template=key_template)
+        return RedisCluster(n, even_slots(n), key_template=key_template)
     if name == "cassandra":
         if num_tokens < 1:
             raise InputError(f"num_tokens must be >= 1, got {num_tokens}")
@@ -648,6 +649,30 @@ def make_partitioner(name: str, shards: int | None = None, *, key_type: str = "t
     if name == "rendezvous":
         return Rendezvous(n, key_type)
     return Modulo(n, key_type)
+
+
+def partitioner_for(name: str, shards: int | None = None, *, integer_keys: bool,
+                    key_type: str | None = None, **layout) -> Partitioner:
+    """The store's partitioner for these keys, as every command builds it: the key type by
+    the one rule (``hotshard.shards.resolve_key_type``), then the layout and shard count
+    (``make_partitioner``, which checks that they agree).
+
+    Parameters
+    ----------
+    name : a name from ``hotshard.shards.PARTITIONERS``.
+    shards : the shard count; None when a layout file gives it.
+    integer_keys : whether the keys are integers (an integer column, or all integer-looking).
+    key_type : ``"text"`` or ``"bigint"`` when the user said so, else None (the rule).
+    layout : ``make_partitioner``'s layout options (``ring_file``, ``slots_map``, ...).
+
+    Raises
+    ------
+    InputError
+        As ``make_partitioner``: unknown name, no shard count where one is needed, a layout
+        file that disagrees with ``shards`` or is malformed.
+    """
+    chosen = resolve_key_type(name, key_type, integer_keys=integer_keys)
+    return make_partitioner(name, shards, key_type=chosen, **layout)
 
 
 def from_spec(spec: str, key_type: str = "text") -> Partitioner:

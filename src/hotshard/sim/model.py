@@ -188,7 +188,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     op_mix : ``profile_sampler.op_mix_by_key`` output (read/write given the key), optional.
     hot_events : ``workload.scenario.HotEvent`` overlays (a channel taking a share of traffic).
     rng : seed or Generator: same seed, same result.
-    partitioner : a built partitioner; default ``make_partitioner(model.partitioner, shards)``.
+    partitioner : a built partitioner; default ``partitioner_for(model.partitioner, shards)``.
     key_order : ``(arrival times, duration, seed) -> key positions`` with a ``name``
         (``scenarios.KeyOrder``: production's locality order, or draws whose head keys follow
         their timelines), or None for independent draws. With one, ``model.cache_size``
@@ -220,12 +220,10 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     seed = rng if isinstance(rng, int) else None
     if partitioner is None:
-        from hotshard.shards import resolve_key_type
-        from hotshard.shards.partitioners import make_partitioner
+        from hotshard.shards.partitioners import partitioner_for
 
         integer = getattr(sampler, "key_type", "int64") == "int64"
-        partitioner = make_partitioner(model.partitioner, model.shards, key_type=resolve_key_type(
-            model.partitioner, None, integer_keys=integer))
+        partitioner = partitioner_for(model.partitioner, model.shards, integer_keys=integer)
     head_ids = tuple(getattr(sampler, "head_ids", ()))
     place = _Placement(partitioner, head_ids)
 
