@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hotshard.errors import HotshardError, InputError
 
-__all__ = ["csv_row_problem", "open_text", "require_file"]
+__all__ = ["csv_row_problem", "is_number", "open_text", "require_file"]
 
 
 def require_file(path: str | os.PathLike[str], *, what: str = "file",
@@ -20,6 +20,16 @@ def require_file(path: str | os.PathLike[str], *, what: str = "file",
     if p.is_dir():
         raise error(f"{path} is a directory, not a {what}")
     return p
+
+
+def is_number(text: str) -> bool:
+    """Whether a field of a text file reads as a number (so a first row that is not is a
+    header)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def open_text(path: str | os.PathLike[str]):

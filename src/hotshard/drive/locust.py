@@ -74,8 +74,8 @@ from hotshard.drive.run import (
     STATS_TIMEOUT_S,
     DriveConfig,
     DriveResult,
-    _stats,
     stop_grace,
+    target_stats,
 )
 from hotshard.drive.schedule import ARRIVALS
 from hotshard.drive.transport import parse_template
@@ -688,7 +688,7 @@ class _Node:
                 self._start_pacer(plan)
         logger.info("hotshard: %g requests/s for %g s of %s keys over %d worker(s)",
                     config.rate, config.duration, config.keys, len(workers))
-        self.gatherer.before = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
+        self.gatherer.before = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
         gevent.spawn_later(LEAD_S + config.duration + config.timeout + GRACE_S,
                            self._finish, self.gatherer)
 
@@ -709,7 +709,7 @@ class _Node:
         if gatherer.finished:
             return
         gatherer.finished = True
-        result, extra = gatherer.result(after=_stats(gatherer.config.url,
+        result, extra = gatherer.result(after=target_stats(gatherer.config.url,
                                                      min(STATS_TIMEOUT_S, gatherer.config.timeout)))
         options = self.env.parsed_options
         try:

@@ -27,7 +27,7 @@ from hotshard.drive.schedule import BLOCK, Schedule
 from hotshard.drive.transport import HttpTarget, TransportError
 from hotshard.errors import HotshardError, InputError
 
-__all__ = ["DriveConfig", "DriveResult", "drive"]
+__all__ = ["DriveConfig", "DriveResult", "drive", "target_stats"]
 
 DEFAULT_HTTP_READ = "GET /channels/{key}/messages?limit=50"
 DEFAULT_HTTP_WRITE = "POST /channels/{key}/messages"
@@ -392,9 +392,10 @@ def _child(config: DriveConfig, process: int, start: Any, stop: Any, results: An
         results.put((process, None, 0, f"{type(e).__name__}: {e}"))
 
 
-def _stats(url: str, timeout: float = 5.0) -> dict | None:
+def target_stats(url: str, timeout: float = 5.0) -> dict | None:
     """The reference service's /stats, when the target is `hotshard serve`, or each Redis
-    node's CPU from INFO (else None)."""
+    node's CPU from INFO (else None): read before and after a run, by ``drive`` and by the
+    Locust runner alike."""
     import json
     import urllib.request
 
@@ -430,7 +431,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     asyncio.run(reachable())
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
-    before = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
+    before = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
     interrupted = False
@@ -514,10 +515,6 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     stopped = recorder.stopped_at
     wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
                else stopped if stopped is not None else time.time() - start_epoch)
-    after = _stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
+    after = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
                        interrupted, (before, after), key_order=keys.order)
-
-
-def default_processes() -> int:
-    return max(1, (os.cpu_count() or 1) - 1)

@@ -154,11 +154,10 @@ def shard_load_figure(loads: Sequence[ShardLoad]) -> Figure:
 
 def latency_figure(observations: Sequence[Observations]) -> Figure:
     """Every run's latency percentiles on one log axis (``observations_plot``'s panel)."""
-    from hotshard.report.observations_plot import _LINES, _latency_panel
+    from hotshard.report.observations_plot import latency_panel, run_colours
 
     fig = _new_figure(8, 4.2)
-    colours = [_LINES[i % len(_LINES)] for i in range(len(observations))]
-    _latency_panel(fig.add_subplot(), observations, colours)
+    latency_panel(fig.add_subplot(), observations, run_colours(len(observations)))
     return fig
 
 

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["LATENCY_PLOTTED", "observations_figure", "plot_observations"]
+__all__ = ["LATENCY_PLOTTED", "latency_panel", "observations_figure", "plot_observations",
+           "run_colours"]
 
 # The latency summaries drawn, left to right (those an observation has).
 LATENCY_PLOTTED = ("p50", "p90", "p99", "p999", "max")
@@ -38,6 +39,11 @@ _GAP = "#7f8c8d"
 _LINES = ("#2c3e50", "#27ae60", "#8e44ad", "#d68910", "#16a085", "#2980b9", "#7f8c8d",
           "#6e2c00")
 _NOTE = {"ha": "center", "va": "center", "fontsize": 9, "color": "#555555"}
+
+
+def run_colours(n: int) -> list[str]:
+    """One colour for each of ``n`` runs, the same in every figure of one report."""
+    return [_LINES[i % len(_LINES)] for i in range(n)]
 
 
 def _as_list(obs: Observations | Sequence[Observations]) -> list[Observations]:
@@ -118,8 +124,9 @@ def _cpu_panel(ax: Axes, obs: Observations, colour: str, *, show_ticks: bool) ->
     ax.legend(fontsize=7, loc="best", framealpha=0.9)
 
 
-def _latency_panel(ax: Axes, observations: Sequence[Observations],
-                   colours: Sequence[str]) -> None:
+def latency_panel(ax: Axes, observations: Sequence[Observations],
+                  colours: Sequence[str]) -> None:
+    """Each run's latency percentiles as one line on a log axis (also the report's figure)."""
     ax.set_xlabel("percentile")
     ax.set_ylabel("latency (ms, log scale)")
     ax.set_title("latency percentiles", fontsize=10)
@@ -185,7 +192,7 @@ def observations_figure(obs: Observations | Sequence[Observations], *,
     fig = Figure(figsize=(13, max(4.5, 1.2 + 2.4 * rows)), dpi=120, layout="constrained")
     grid = fig.add_gridspec(rows, 2, width_ratios=(3, 2))
     same_shards = len({tuple(s.id for s in o.shards) for o in observations}) == 1
-    colours = [_LINES[i % len(_LINES)] for i in range(rows)]
+    colours = run_colours(rows)
     first: Any = None
     for row, (o, colour) in enumerate(zip(observations, colours, strict=True)):
         shared = {"sharex": first, "sharey": first} if same_shards else {"sharey": first}
@@ -196,7 +203,7 @@ def observations_figure(obs: Observations | Sequence[Observations], *,
         _cpu_panel(ax, o, colour, show_ticks=last or not same_shards)
         if last or not same_shards:
             ax.set_xlabel("shard id")
-    _latency_panel(fig.add_subplot(grid[:, 1]), observations, colours)
+    latency_panel(fig.add_subplot(grid[:, 1]), observations, colours)
     fig.suptitle(title or _default_title(observations))
     return fig
 

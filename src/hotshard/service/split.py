@@ -116,9 +116,6 @@ class SplitRegistry:
     def __len__(self) -> int:
         return len(self._plans)
 
-    def plans(self) -> list[SplitPlan]:
-        return list(self._plans.values())
-
     def add(self, channel: str, buckets: int, bucket_ms: int, since_ms: int) -> SplitPlan:
         """Split ``channel`` from ``since_ms`` on (no change if it is split already)."""
         plan = self._plans.get(channel)

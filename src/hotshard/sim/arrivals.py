@@ -25,9 +25,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from hotshard._files import require_file
+from hotshard._files import is_number, require_file
 from hotshard.errors import InputError
-from hotshard.sim.service import _is_number
 
 __all__ = [
     "ArrivalProcess",
@@ -199,7 +198,7 @@ def read_rate_trace(path: str | Path) -> NDArray[np.float64]:
         raise InputError(f"cannot read rate trace {path}: {exc}") from None
     rows = [(i, re.split(r"[,\s]+", s.strip())) for i, s in enumerate(text.splitlines(), 1)
             if s.strip() and not s.lstrip().startswith("#")]
-    if rows and not all(_is_number(f) for f in rows[0][1]):
+    if rows and not all(is_number(f) for f in rows[0][1]):
         rows = rows[1:]  # header
     if not rows:
         raise InputError(f"rate trace {path} has no rates")
@@ -208,7 +207,7 @@ def read_rate_trace(path: str | Path) -> NDArray[np.float64]:
         raise InputError(f"rate trace {path}, line {rows[0][0]}: expected a rate or "
                          f"second,rate, got {width} fields")
     for line, parts in rows:
-        if len(parts) != width or not all(_is_number(f) for f in parts):
+        if len(parts) != width or not all(is_number(f) for f in parts):
             raise InputError(f"rate trace {path}, line {line}: expected "
                              f"{'a rate' if width == 1 else 'second,rate'}, got "
                              f"{','.join(parts)!r}")

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from hotshard._files import require_file
+from hotshard._files import is_number, require_file
 from hotshard.errors import InputError
 
 __all__ = [
@@ -318,7 +318,7 @@ def _read_column(path: Path, column: str | int | None) -> NDArray[np.float64]:
     if not rows:
         raise InputError(f"service-time file {path} has no values")
     header: list[str] | None = None
-    if not all(_is_number(f) for f in rows[0][1]):
+    if not all(is_number(f) for f in rows[0][1]):
         header = rows[0][1]
         rows = rows[1:]
         if not rows:
@@ -341,7 +341,7 @@ def _read_column(path: Path, column: str | int | None) -> NDArray[np.float64]:
             raise InputError(f"column must be in 0..{width - 1} for {path}, got {column}")
     fields = []
     for line, parts in rows:
-        if len(parts) <= index or not _is_number(parts[index]):
+        if len(parts) <= index or not is_number(parts[index]):
             got = parts[index] if len(parts) > index else "nothing"
             raise InputError(f"{path}, line {line}: expected a number in column {index}, "
                              f"got {got!r}")
@@ -355,12 +355,6 @@ def _read_column(path: Path, column: str | int | None) -> NDArray[np.float64]:
     return values
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def parse_time(text: str | float) -> float:

@@ -8,7 +8,6 @@ samplers.
 # Parquet, CSV or JSON lines; or only their keys, in the same order, for other load tools (a
 # JSON array for k6's SharedArray, a one-column CSV for JMeter's and Gatling's feeders).
 FORMATS = ("parquet", "csv", "jsonl", "k6", "csv-feeder")
-FEEDER_FORMATS = ("k6", "csv-feeder")
 # When neither the profile nor the user gives a rate: the incident's production rate.
 DEFAULT_RATE = 3000.0
 # Distinct synthetic user IDs in generated messages.
@@ -16,4 +15,4 @@ DEFAULT_USERS = 10_000_000
 # Tail models a profile sampler draws from.
 TAIL_MODES = ("power_law", "histogram")
 
-__all__ = ["DEFAULT_RATE", "DEFAULT_USERS", "FEEDER_FORMATS", "FORMATS", "TAIL_MODES"]
+__all__ = ["DEFAULT_RATE", "DEFAULT_USERS", "FORMATS", "TAIL_MODES"]

@@ -274,10 +274,6 @@ class ClassSampler(_WeightsMixin):
     def n_classes(self) -> int:
         return int(self.sizes.size)
 
-    def sample_positions(self, n: int, rng=None) -> Keys:
-        """Draw key positions (class-contiguous order, before ``order`` is applied)."""
-        return self._draw(n, rng, _EMPTY)
-
     def sample(self, n, rng=None) -> Keys:
         return self._draw(n, rng, _EMPTY if self.order is None else self.order)
 

@@ -76,5 +76,5 @@ def timeline_positions(sampler, timelines, per_window: NDArray[np.float64],
         out[rows[in_head]] = pick[in_head]
         rest = rows[~in_head]
         if rest.size:
-            out[rest] = tail.sample_positions(rest.size, rng) + head
+            out[rest] = tail.sample(rest.size, rng) + head  # positions: no order
     return out

@@ -377,6 +377,24 @@ def columns_of(files: list[str], fmt: str) -> list[str]:
         con.close()
 
 
+def key_column_is_integer(files: list[str], fmt: str, key: str) -> bool:
+    """Whether the key column of ``files`` has an integer type (read from the schema only)."""
+    import duckdb
+
+    src = source_sql(fmt, files)
+    con = duckdb.connect()
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"cannot read {files[0]}: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    types = {r[0]: str(r[1]).upper() for r in rows}
+    if key not in types:
+        raise InputError(f"no column {key!r} in the input; its columns are: {', '.join(types)}")
+    return types[key] in _INT_TYPES
+
+
 def count_keys(files: list[str], fmt: str, key: str, keys: list[str]) -> dict[str, int]:
     """Exact events of each of ``keys`` (compared as text) in ``files``: one filtered pass.
 
