@@ -13,9 +13,10 @@ class by class, and with them the stack distances and the hit rates of LRU, FIFO
 caches (checked against libCacheSim on real traces in the tests).
 
 Why reuse times and not JEDI's future stack: conditioning gaps on the class keeps every
-key's count exact with no retirement bookkeeping, the whole order is one compiled pass plus a
-counting sort (tens of millions of references a second), and on the traces tested it lands as
-close to the real hit-rate curves as the stack prototype did.
+key's count exact with no retirement bookkeeping, the whole order is one compiled pass plus
+one vectorized sort of 64-bit words (with the correction's stack pass and second draw, 13-15 M
+references a second on one core, ``benchmarks/bench_locality.py``), and on the traces tested
+it lands as close to the real hit-rate curves as the stack prototype did.
 
 A key whose class has no measured reuses (a scaled profile's rarer tail keys) gets its
 references at uniform instants: the independent-reference model, the only thing known.
@@ -52,9 +53,10 @@ def even_counts(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
                 events: int) -> list[tuple[int, int]]:
     """Per class: (base count of each key, how many keys get one more), as ``key_counts``
     splits the class's share."""
-    from hotshard.workload.profile_sampler import _round_keys
+    from hotshard.workload.profile_sampler import largest_remainder
 
-    class_events = _round_keys(np.asarray(key_weight, dtype=np.float64) * sizes, int(events))
+    class_events = largest_remainder(np.asarray(key_weight, dtype=np.float64) * sizes,
+                                     int(events))
     return [divmod(int(total), int(size)) if size else (0, 0)
             for size, total in zip(sizes.tolist(), class_events.tolist(), strict=True)]
 
@@ -141,12 +143,14 @@ def _guides(cdf: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _advance(t: float, r: int, span: float, cdf: np.ndarray, guide: np.ndarray,
-             lo: np.ndarray, width: np.ndarray, state: np.ndarray) -> float:
-    """The instant of a key's next reference after ``t``: a gap from its class's reuse-time
-    CDF (row ``r``; a reuse time of g references is a gap of g - 1 units, plus 1e-6 so a key
-    re-read at once still follows itself), or a uniform instant in ``span`` when the class
-    measured none (r < 0)."""
+def _advance(t: float, r: int, span: float, stretch: float, cdf: np.ndarray,
+             guide: np.ndarray, lo: np.ndarray, width: np.ndarray, state: np.ndarray) -> float:
+    """The instant of a key's next reference after ``t``: a reuse time g from its class's
+    CDF (row ``r``) as a gap of (g - 1) x ``stretch`` units, plus 1e-6 so a key re-read at
+    once still follows itself; or a uniform instant in ``span`` when the class measured none
+    (r < 0). The g - 1 references between are the other keys': at one reference a unit,
+    a key with a share p of them sees 1 - p of another key's a unit, so stretch = 1 / (1 - p)
+    (else a key with a tenth of the stream would cover only nine tenths of the circle)."""
     if r < 0:
         return _uniform(state) * span
     u = _uniform(state)
@@ -154,7 +158,7 @@ def _advance(t: float, r: int, span: float, cdf: np.ndarray, guide: np.ndarray,
     while b < cdf.shape[1] - 1 and cdf[r, b] <= u:
         b += 1
     gap = lo[b] + np.floor(_uniform(state) * width[b])   # drawn even for a width of 1:
-    return t + gap - 1.0 + 1e-6                          # no branch to mispredict
+    return t + (gap - 1.0) * stretch + 1e-6              # no branch to mispredict
 
 
 @njit(cache=True)
@@ -188,9 +192,10 @@ def _own_instants(out: np.ndarray, j: int, k: int, c: int, r: int, u: np.ndarray
         if here[w] == 0:
             continue
         t = _uniform(state) * length
+        stretch = length / (length - here[w]) if here[w] < length else 1.0
         for i in range(here[w]):
             if i > 0:
-                t = _advance(t, r, length, cdf, guide, lo, width, state)
+                t = _advance(t, r, length, stretch, cdf, guide, lo, width, state)
             at = a + (t % length if length > 0 else 0.0)
             out[j] = (min(np.int64(at * one), top) << owner_bits) | k
             j += 1
@@ -241,9 +246,10 @@ def _instants(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.ndarr
                               lo, width, state, frac_bits, owner_bits)
             continue
         t = _uniform(state) * n
+        stretch = n / (n - c) if c < n else 1.0
         for i in range(c):
             if i > 0:
-                t = _advance(t, r, n, cdf, guide, lo, width, state)
+                t = _advance(t, r, n, stretch, cdf, guide, lo, width, state)
                 if t >= n:
                     t -= n * np.floor(t / n)
             out[j] = (min(np.int64(t * one), top) << owner_bits) | k
