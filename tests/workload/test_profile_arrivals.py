@@ -156,7 +156,7 @@ def test_inspect_draws_the_top_keys_timelines(tmp_path):
 
 def test_drive_schedule_follows_the_profiles_shape(tmp_path):
     from hotshard.drive.schedule import Schedule
-    from hotshard.workload.profile_sampler import _round_keys
+    from hotshard.workload.profile_sampler import largest_remainder
 
     path = str(shared("traces", "cloudphysics.parquet"))
     model = count_profile([path], key="lbn", time_col="time").arrivals
@@ -172,7 +172,7 @@ def test_drive_schedule_follows_the_profiles_shape(tmp_path):
     per_bin = np.bincount(np.minimum((times // res).astype(int), n_bins - 1),
                           minlength=n_bins)
     want = model.counts[np.arange(n_bins) % model.counts.size] * widths / res
-    assert np.array_equal(per_bin, _round_keys(want.astype(float), 18_000))
+    assert np.array_equal(per_bin, largest_remainder(want.astype(float), 18_000))
     # the same arrivals whatever the process split
     two = sorted(np.concatenate([t for _, t in schedule.for_process(p, 2)]).tolist()
                  for p in (0, 1))

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.profile.arrivals import ArrivalModel
-from hotshard.workload.profile_sampler import _round_keys
+from hotshard.workload.profile_sampler import largest_remainder
 
 __all__ = ["CascadeArrivals"]
 
@@ -68,7 +68,7 @@ class CascadeArrivals:
             widths = np.full(self.model.counts.size, res * run / self.model.seconds)
             weights = self.model.counts.astype(np.float64)
             stretch = run / self.model.seconds
-        counts = _round_keys(np.asarray(weights, dtype=np.float64), int(self.events))
+        counts = largest_remainder(np.asarray(weights, dtype=np.float64), int(self.events))
         object.__setattr__(self, "_cum", np.concatenate([[0], np.cumsum(counts)]))
         object.__setattr__(self, "_stretch", stretch)
         object.__setattr__(self, "_widths", widths)

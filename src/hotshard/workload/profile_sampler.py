@@ -21,12 +21,14 @@ from hotshard.workload import TAIL_MODES
 from hotshard.workload.placed_tail import PlacedTail, place_tail
 from hotshard.workload.sampler import ClassSampler
 
-__all__ = ["ProfileSampler", "from_profile", "stand_in_head_keys", "tail_classes"]
+__all__ = ["ProfileSampler", "from_profile", "largest_remainder", "stand_in_head_keys",
+           "tail_classes"]
 
 
 
-def _round_keys(expected: NDArray[np.float64], total: int) -> NDArray[np.int64]:
-    """Integer key counts summing to ``total``, by largest remainder."""
+def largest_remainder(expected: NDArray[np.float64], total: int) -> NDArray[np.int64]:
+    """Integer counts in proportion to ``expected`` summing to ``total``, by largest remainder
+    (Hamilton's method): keys per class, events per class, events per time bin."""
     if expected.sum() <= 0:
         return np.zeros(expected.size, dtype=np.int64)
     scaled = expected * (total / expected.sum())
@@ -63,7 +65,7 @@ def _law_classes(pl: dict, n_keys: int, c_max: float) -> tuple[NDArray, NDArray]
         counts.append(mean)
         expected.append(mass)
     counts_arr = np.concatenate(counts)
-    keys = _round_keys(np.concatenate(expected), n_keys)
+    keys = largest_remainder(np.concatenate(expected), n_keys)
     return counts_arr, keys
 
 
@@ -78,13 +80,14 @@ def tail_classes(dist: KeyDistribution, tail: str = "power_law") -> tuple[NDArra
     pl = model.power_law
     if tail == "histogram" or pl is None:
         counts, keys = model.classes()
-        keys = _round_keys(keys, n_tail)
+        keys = largest_remainder(keys, n_tail)
     else:
         count_scale = float(pl.get("count_scale", 1.0))
         cut = float(pl["xmin"]) * count_scale
         below = model.values < cut - 1e-9
         below_counts = model.values[below]
-        below_keys = _round_keys(model.value_keys[below], int(round(model.value_keys[below].sum())))
+        below_keys = largest_remainder(model.value_keys[below],
+                                       int(round(model.value_keys[below].sum())))
         law_keys = n_tail - int(below_keys.sum())
         ceiling = (dist.head_counts.min() if dist.head_counts.size else
                    max(float(model.values.max(initial=0)), float(model.bin_hi.max(initial=0))))
