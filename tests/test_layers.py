@@ -18,7 +18,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "hotshard"
 
 # bottom to top; a package may import its own layer (one way) and any layer below it
 LAYERS = [
-    {"errors", "observations", "mitigations", "_atomic", "_files", "_format", "_threads"},
+    {"errors", "observations", "mitigations", "_atomic", "_files", "_format", "_threads",
+     "_validate"},
     {"profile"},
     {"shards", "workload"},
     {"sim", "cluster", "compare"},

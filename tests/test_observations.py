@@ -365,7 +365,7 @@ def test_module_imports_no_other_hotshard_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["hotshard", "hotshard._atomic", "hotshard._files", "hotshard._format",
-                   "hotshard.errors", "hotshard.observations"]
+                   "hotshard._validate", "hotshard.errors", "hotshard.observations"]
 
 
 # -- salvaging a hand-written file ----------------------------------------------------------------

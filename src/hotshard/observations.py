@@ -7,15 +7,15 @@ value is checked where it enters with a message naming its field path, and field
 does not know are kept in ``extra`` so that reading and writing a file loses nothing.
 
 This module sits at the bottom layer: it imports only the standard library and hotshard's error,
-atomic-write and file-check helpers, never another hotshard package.
+atomic-write, file-check, number-format and field-reading helpers (``_validate``, whose readers
+the profile uses too), never another hotshard package. The format's JSON Schema is
+``hotshard/schemas/observations.schema.json``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
-import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 from hotshard._atomic import atomic_write
 from hotshard._files import require_file
 from hotshard._format import pct
+from hotshard._validate import Fields, at, got, show
 from hotshard.errors import InputError, ObservationsError
 
 __all__ = [
@@ -48,128 +49,18 @@ _MISSING = object()
 _NO_LABEL = 'is missing: name what was observed, e.g. "production" or "load test"'
 
 
-# -- value checks: each takes (value, field path), returns the plain Python value or raises -------
-def _fail(path: str, text: str) -> ObservationsError:
-    return ObservationsError(f"observations {path} {text}")
-
-
-def _show(value: Any) -> str:
-    """The value as the user wrote it in JSON, cut short."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, numbers.Real):
-        return "a number"
-    return f"a {type(value).__name__}"
-
-
-def _got(value: Any, *, numeric: bool = False) -> str:
-    """``got <value> (<its JSON type>)``; the type is left out when a number was expected."""
-    kind = _kind(value)
-    return f"got {_show(value)}" + ("" if numeric and kind == "a number" else f" ({kind})")
-
-
-def _real(value: Any, path: str, rule: str) -> int | float:
-    """A finite real number as a builtin int or float; booleans are not numbers here."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise _fail(path, f"must be {rule}, {_got(value, numeric=True)}")
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    x = float(value)
-    if not math.isfinite(x):
-        raise _fail(path, f"must be {rule}, got {_show(x)} (not a finite number)")
-    return x
-
-
-def _nonneg(value: Any, path: str) -> int | float:
-    x = _real(value, path, "a number >= 0")
-    if x < 0:
-        raise _fail(path, f"must be a number >= 0, got {_show(x)}")
-    return x
-
-
-def _positive(value: Any, path: str) -> int | float:
-    x = _real(value, path, "a number > 0")
-    if x <= 0:
-        raise _fail(path, f"must be a number > 0, got {_show(x)}")
-    return x
-
-
-def _fraction(value: Any, path: str) -> int | float:
-    rule = "a fraction in [0, 1]"
-    x = _real(value, path, rule)
-    if not 0 <= x <= 1:
-        hint = f" (write {x / 100:g} for {x:g}%)" if 1 < x <= 100 else ""
-        raise _fail(path, f"must be {rule}, got {_show(x)}{hint}")
-    return x
-
-
-def _count(value: Any, path: str) -> int:
-    rule = "an integer >= 0"
-    x = _real(value, path, rule)
-    if isinstance(x, float):
-        if not x.is_integer():
-            raise _fail(path, f"must be {rule}, got {_show(x)}")
-        x = int(x)
-    if x < 0:
-        raise _fail(path, f"must be {rule}, got {_show(x)}")
-    if x >= 2**63:
-        raise _fail(path, f"must be below 2^63, got {_show(x)}")
-    return x
-
-
-def _text(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        hint = (f' such as "{value}"' if isinstance(value, numbers.Real)
-                and not isinstance(value, bool) else "")
-        raise _fail(path, f"must be a non-empty string{hint}, {_got(value)}")
-    return value
+# -- value checks: the shared typed readers, each (value, field path) -> plain value --------------
+_F = Fields(ObservationsError, prefix="observations ")
 
 
 def _model(value: Any, path: str) -> str:
-    if not isinstance(value, str) or value not in ("open", "closed"):
-        raise _fail(path, f'must be "open", "closed" or null, {_got(value)}')
-    return value
-
-
-def _json_object(value: Any, path: str) -> dict[str, Any]:
-    """A private deep copy of a JSON object of plain values, so the frozen owner stays frozen."""
-    if not isinstance(value, Mapping):
-        raise _fail(path, f"must be an object, {_got(value)}")
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise _fail(path, f"keys must be strings, got {_show(key)} ({_kind(key)})")
-        try:
-            json.dumps(item, allow_nan=False)
-        except (TypeError, ValueError):
-            raise _fail(_at(path, key), "must be plain JSON (strings, finite numbers, lists, "
-                                        f"objects), got {_show(item)}") from None
-    return copy.deepcopy(dict(value))
-
-
-def _at(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name
+    return _F.choice(value, path, ("open", "closed"), nullable=True)
 
 
 def _checked(values: Mapping[str, Any], spec: Mapping[str, Callable[[Any, str], Any]],
              where: str) -> dict[str, Any]:
     """The spec'd fields of ``values`` that are not None, each checked and made plain."""
-    return {name: check(values[name], _at(where, name))
+    return {name: check(values[name], at(where, name))
             for name, check in spec.items() if values.get(name) is not None}
 
 
@@ -188,16 +79,16 @@ def _split_extra(doc: Mapping[str, Any], known: Iterable[str]
 
 
 def _check_extra(extra: Any, known: Iterable[str], path: str) -> dict[str, Any]:
-    out = _json_object(extra, path)
+    out = _F.json_object(extra, path)
     clash = [k for k in out if k in set(known)]
     if clash:
-        raise _fail(f"{path}.{clash[0]}", f"is a known field; pass it as {clash[0]}, "
-                                          "not in extra")
+        raise _F.fail(f"{path}.{clash[0]}", f"is a known field; pass it as {clash[0]}, "
+                                            "not in extra")
     return out
 
 
 # -- latency -------------------------------------------------------------------------------------
-_LATENCY_SPEC = {name: _nonneg for name in (*LATENCY_NAMES, "mean")}
+_LATENCY_SPEC = {name: _F.nonneg for name in (*LATENCY_NAMES, "mean")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,12 +134,10 @@ class Latency:
 
         ``where`` is the field path used in error messages (``service_time_ms``, ...).
         """
-        if not isinstance(doc, Mapping):
-            raise _fail(where, f'must be an object of percentile -> ms such as {{"p99": 800}}, '
-                               f"{_got(doc)}")
+        _F.mapping(doc, where, 'an object of percentile -> ms such as {"p99": 800}')
         for name in doc:
             if name not in _LATENCY_SPEC:
-                raise _fail(f"{where}.{name}", "is not a known latency name; use "
+                raise _F.fail(f"{where}.{name}", "is not a known latency name; use "
                             + ", ".join(_LATENCY_SPEC))
         values = _checked(doc, _LATENCY_SPEC, where)
         _check_order(values, where)
@@ -275,14 +164,14 @@ def _check_order(values: Mapping[str, float], where: str) -> None:
         if value is None:
             continue
         if last is not None and value < last[1]:
-            raise _fail(f"{where}.{name}", f"must be >= {last[0]} ({_show(last[1])}), got "
-                                           f"{_show(value)}: percentiles never decrease")
+            raise _F.fail(f"{where}.{name}", f"must be >= {last[0]} ({show(last[1])}), got "
+                                             f"{show(value)}: percentiles never decrease")
         last = (name, value)
     mean = values.get("mean")
     if mean is not None:
         lo, hi = values.get("min"), values.get("max")
         if (lo is not None and mean < lo) or (hi is not None and mean > hi):
-            raise _fail(f"{where}.mean", f"must lie between min and max, got {_show(mean)}")
+            raise _F.fail(f"{where}.mean", f"must lie between min and max, got {show(mean)}")
 
 
 def _latency(value: Any, path: str) -> Latency:
@@ -291,9 +180,9 @@ def _latency(value: Any, path: str) -> Latency:
 
 # -- one shard -----------------------------------------------------------------------------------
 _SHARD_SPEC: dict[str, Callable[[Any, str], Any]] = {
-    "id": _text, "node": _text, "cpu": _fraction, "requests": _count, "rate_rps": _nonneg,
-    "p50_ms": _nonneg, "p99_ms": _nonneg, "cache_hit_rate": _fraction, "queue_depth": _nonneg,
-    "errors": _count,
+    "id": _F.text, "node": _F.text, "cpu": _F.fraction, "requests": _F.count,
+    "rate_rps": _F.nonneg, "p50_ms": _F.nonneg, "p99_ms": _F.nonneg,
+    "cache_hit_rate": _F.fraction, "queue_depth": _F.nonneg, "errors": _F.count,
 }
 
 
@@ -346,7 +235,7 @@ class ShardObservation:
 
     def __post_init__(self) -> None:
         if self.id is None:
-            raise _fail("shard.id", "is missing: every shard needs an id")
+            raise _F.fail("shard.id", "is missing: every shard needs an id")
         _settle(self, _SHARD_SPEC, "shard")
         object.__setattr__(self, "extra", _check_extra(self.extra, _SHARD_SPEC, "shard.extra"))
         _check_shard({"p50_ms": self.p50_ms, "p99_ms": self.p99_ms}, "shard")
@@ -354,15 +243,13 @@ class ShardObservation:
     @classmethod
     def from_dict(cls, doc: Any, *, where: str = "shard") -> ShardObservation:
         """Build from a JSON object; ``where`` (e.g. ``shards[2]``) prefixes error messages."""
-        if not isinstance(doc, Mapping):
-            raise _fail(where, f'must be an object such as {{"id": "0", "cpu": 0.5}}, '
-                               f"{_got(doc)}")
+        _F.mapping(doc, where, 'an object such as {"id": "0", "cpu": 0.5}')
         known, extra = _split_extra(doc, _SHARD_SPEC)
         if "id" not in known:
-            raise _fail(f"{where}.id", 'is missing: every shard needs an id, e.g. "0"')
+            raise _F.fail(f"{where}.id", 'is missing: every shard needs an id, e.g. "0"')
         values = _checked(known, _SHARD_SPEC, where)
         _check_shard(values, where)
-        return cls(**values, extra=_json_object(extra, where))
+        return cls(**values, extra=_F.json_object(extra, where))
 
     def to_dict(self) -> dict[str, Any]:
         """Measured fields in a stable order (id, node, cpu, requests, ...), then ``extra``."""
@@ -375,37 +262,32 @@ class ShardObservation:
 def _check_shard(values: Mapping[str, Any], where: str) -> None:
     p50, p99 = values.get("p50_ms"), values.get("p99_ms")
     if p50 is not None and p99 is not None and p99 < p50:
-        raise _fail(f"{where}.p99_ms", f"must be >= p50_ms ({_show(p50)}), got {_show(p99)}: "
+        raise _F.fail(f"{where}.p99_ms", f"must be >= p50_ms ({show(p50)}), got {show(p99)}: "
                                        "percentiles never decrease")
 
 
 def _shards(value: Any, path: str) -> tuple[ShardObservation, ...]:
     if not isinstance(value, list | tuple):
-        raise _fail(path, f"must be a list of shard objects, {_got(value)}")
+        raise _F.wrong(path, "a list of shard objects", value)
     shards = tuple(s if isinstance(s, ShardObservation)
                    else ShardObservation.from_dict(s, where=f"{path}[{i}]")
                    for i, s in enumerate(value))
     first: dict[str, int] = {}
     for i, shard in enumerate(shards):
         if shard.id in first:
-            raise _fail(f"{path}[{i}].id", f"{_show(shard.id)} repeats {path}[{first[shard.id]}]"
-                                           ": shard ids must be unique")
+            raise _F.fail(f"{path}[{i}].id", f"{show(shard.id)} repeats "
+                                             f"{path}[{first[shard.id]}]: shard ids must be unique")
         first[shard.id] = i
     return shards
 
 
 # -- the document --------------------------------------------------------------------------------
 def _network(value: Any, path: str) -> dict[str, Any]:
-    out = _json_object(value, path)
+    out = _F.json_object(value, path)
     if out.get("cross_zone_rtt_ms") is not None:
-        out["cross_zone_rtt_ms"] = _nonneg(out["cross_zone_rtt_ms"], f"{path}.cross_zone_rtt_ms")
+        out["cross_zone_rtt_ms"] = _F.nonneg(out["cross_zone_rtt_ms"],
+                                             f"{path}.cross_zone_rtt_ms")
     return out
-
-
-def _flag(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise _fail(path, f"must be true or false, {_got(value)}")
-    return value
 
 
 _ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished", "unattributed")
@@ -414,21 +296,20 @@ _ERRORS_COUNTS = ("attempted", "failed", "dropped", "unfinished", "unattributed"
 def _errors(value: Any, path: str) -> dict[str, Any]:
     """The failures of a run: ``share`` (required) of ``attempted`` requests that failed, were
     dropped or never finished, by kind, with their own latency."""
-    out = _json_object(value, path)
+    out = _F.json_object(value, path)
     if out.get("share") is None:
-        raise _fail(f"{path}.share", "is missing: the fraction of requests that failed, "
+        raise _F.fail(f"{path}.share", "is missing: the fraction of requests that failed, "
                                      "e.g. 0.63")
-    out["share"] = _fraction(out["share"], f"{path}.share")
+    out["share"] = _F.fraction(out["share"], f"{path}.share")
     if out.get("max_error_rate") is not None:
-        out["max_error_rate"] = _fraction(out["max_error_rate"], f"{path}.max_error_rate")
+        out["max_error_rate"] = _F.fraction(out["max_error_rate"], f"{path}.max_error_rate")
     for name in _ERRORS_COUNTS:
         if out.get(name) is not None:
-            out[name] = _count(out[name], f"{path}.{name}")
+            out[name] = _F.count(out[name], f"{path}.{name}")
     kinds = out.get("by_kind")
     if kinds is not None:
-        if not isinstance(kinds, Mapping):
-            raise _fail(f"{path}.by_kind", f"must be an object of kind -> count, {_got(kinds)}")
-        out["by_kind"] = {k: _count(v, f"{path}.by_kind.{k}") for k, v in kinds.items()}
+        _F.mapping(kinds, f"{path}.by_kind", "an object of kind -> count")
+        out["by_kind"] = {k: _F.count(v, f"{path}.by_kind.{k}") for k, v in kinds.items()}
     if out.get("latency_ms") is not None:
         out["latency_ms"] = Latency.from_dict(out["latency_ms"],
                                               where=f"{path}.latency_ms").to_dict()
@@ -436,10 +317,11 @@ def _errors(value: Any, path: str) -> dict[str, Any]:
 
 
 _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
-    "label": _text, "rate_rps": _positive, "achieved_rps": _nonneg, "duration_s": _positive,
-    "model": _model, "key_generator": _text, "latency_ms": _latency, "service_time_ms": _latency,
-    "shards": _shards, "cache_hit_rate": _fraction, "payload_bytes_mean": _nonneg,
-    "distinct_keys": _count, "network": _network, "errors": _errors, "valid": _flag,
+    "label": _F.text, "rate_rps": _F.positive, "achieved_rps": _F.nonneg,
+    "duration_s": _F.positive, "model": _model, "key_generator": _F.text,
+    "latency_ms": _latency, "service_time_ms": _latency, "shards": _shards,
+    "cache_hit_rate": _F.fraction, "payload_bytes_mean": _F.nonneg, "distinct_keys": _F.count,
+    "network": _network, "errors": _errors, "valid": _F.flag,
 }
 
 
@@ -521,7 +403,7 @@ class Observations:
 
     def __post_init__(self) -> None:
         if self.label is None:
-            raise _fail("label", _NO_LABEL)
+            raise _F.fail("label", _NO_LABEL)
         if self.shards is None:
             object.__setattr__(self, "shards", ())
         _settle(self, _TOP_SPEC, "")
@@ -536,20 +418,20 @@ class Observations:
         Null fields count as absent; unknown fields go to ``extra``.
         """
         if not isinstance(doc, Mapping):
-            raise ObservationsError(f"observations must be a JSON object, {_got(doc)}")
+            raise ObservationsError(f"observations must be a JSON object, {got(doc)}")
         fmt = doc.get("format", _MISSING)
         if isinstance(fmt, str) and fmt.startswith("hotshard.profile/"):
             raise ObservationsError("this is a profile (hotshard.profile/1), not observations: "
                                     "pass it with --profile, and observations (from simulate, "
                                     "drive or dashboards) here")
         if fmt is _MISSING or fmt != FORMAT or not isinstance(fmt, str):
-            got = "got nothing" if fmt is _MISSING else _got(fmt)
-            raise _fail("format", f"must be {FORMAT!r}, {got}")
+            shown = "got nothing" if fmt is _MISSING else got(fmt)
+            raise _F.fail("format", f"must be {FORMAT!r}, {shown}")
         if doc.get("label") is None:
-            raise _fail("label", _NO_LABEL)
+            raise _F.fail("label", _NO_LABEL)
         known, extra = _split_extra(doc, _TOP_SPEC)
         extra.pop("format")
-        return cls(**known, extra=_json_object(extra, ""))
+        return cls(**known, extra=_F.json_object(extra, ""))
 
     def to_dict(self) -> dict[str, Any]:
         """The document as JSON-ready data: ``format`` first, fields in a stable order, absent
@@ -780,7 +662,7 @@ def salvage(doc: Any) -> tuple[Observations, tuple[str, ...]]:
     except ObservationsError:
         pass
     if not isinstance(doc, Mapping):
-        raise ObservationsError(f"observations must be a JSON object, {_got(doc)}")
+        raise ObservationsError(f"observations must be a JSON object, {got(doc)}")
     base = {"format": doc.get("format"), "label": doc.get("label")}
     Observations.from_dict(base)  # another format or no label: nothing to salvage
     problems: list[str] = []
@@ -817,7 +699,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ObservationsError(f"observations: key {_show(key)} appears twice in one object")
+            raise ObservationsError(f"observations: key {show(key)} appears twice in one object")
         out[key] = value
     return out
 

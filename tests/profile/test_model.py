@@ -31,7 +31,7 @@ def broken(web07, edit):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(format="hotshard.profile/0"), "format is 'hotshard.profile/0'"),
+        (lambda d: d.update(format="hotshard.profile/0"), 'format is "hotshard.profile/0"'),
         (lambda d: d.pop("totals"), "^totals is missing: add it"),
         (lambda d: d["head"]["counts"].__setitem__(3, -5),
          r"head.counts\[3\] must be a number > 0"),
@@ -99,11 +99,12 @@ def test_a_missing_power_law_number_offers_the_histogram_alone(web07):
         (lambda d: d.update(format=None), "format is null"),
         (lambda d: d["totals"].update(events=None),
          "totals.events must be a number >= 0, got null"),
-        (lambda d: d["tail"].update(keys="7"), "tail.keys must be a number >= 0, got '7'"),
+        (lambda d: d["tail"].update(keys="7"),
+         r'tail.keys must be a number >= 0, got "7" \(a string\)'),
         (lambda d: d["tail"]["power_law"].update(alpha=None),
          "tail.power_law.alpha must be a number > 1, got null"),
         (lambda d: d["tail"]["power_law"].update(ks="low"),
-         "tail.power_law.ks must be a number >= 0, got 'low'"),
+         'tail.power_law.ks must be a number >= 0, got "low"'),
         (lambda d: d["tail"]["power_law"].update(n_tail=-1),
          "tail.power_law.n_tail must be a number >= 0, got -1"),
         (lambda d: d["privacy"].update(min_count=None),
@@ -114,7 +115,7 @@ def test_a_missing_power_law_number_offers_the_histogram_alone(web07):
         (lambda d: d.update(operations={"read": None}),
          "operations.read must be an object, got null"),
         (lambda d: d["tail"]["histogram"].update(values=True),
-         "tail.histogram.values must be a list, got true"),
+         "tail.histogram.values must be a list of numbers, got true"),
     ],
 )
 def test_a_null_or_wrong_value_is_shown_as_json_never_none(web07, edit, message):

@@ -129,13 +129,17 @@ class ArrivalModel:
                 isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
                 for v in raw_idc.values()):
             raise ProfileError(f"{where}.idc must map a scale in seconds to a number >= 0")
+        levels = doc.get("cascade", [])
+        if not isinstance(levels, list):
+            raise ProfileError(f"{where}.cascade must be a list of levels, got {levels!r}")
         cascade = []
-        for i, level in enumerate(doc.get("cascade", [])):
-            try:
-                a, b, c = (float(level[k]) for k in ("from_s", "to_s", "alpha"))
-            except (TypeError, KeyError, ValueError):
+        for i, level in enumerate(levels):
+            values = [level.get(k) if isinstance(level, Mapping) else None
+                      for k in ("from_s", "to_s", "alpha")]
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
                 raise ProfileError(f"{where}.cascade[{i}] must be an object with from_s, to_s "
-                                   "and alpha") from None
+                                   "and alpha, numbers")
+            a, b, c = (float(v) for v in values)
             if not (a > b > 0 and c > 0) or abs(a / b - round(a / b)) > 1e-6:
                 raise ProfileError(f"{where}.cascade[{i}]: from_s must be a whole multiple of "
                                    "to_s, both > 0, and alpha > 0")

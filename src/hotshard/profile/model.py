@@ -3,21 +3,23 @@
 A profile holds counts per key and nothing else of the events: the head (most frequent keys,
 exact counts), the tail as a fitted discrete power law plus its count-of-counts histogram, and
 optional per-operation distributions, payload-size quantiles and rates. It is validated on load
-with errors that name the offending field, and it stays small (log-binned histogram) whatever
-the input size.
+with errors that name the offending field (read with the field readers observations use too,
+``hotshard._validate``; the format's JSON Schema is ``hotshard/schemas/profile.schema.json``),
+and it stays small (log-binned histogram) whatever the input size.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._validate import Fields, at, got, item, number_rule, show
 from hotshard.errors import ProfileError
 from hotshard.profile import KEY_SCALINGS, MAX_KEYS
 from hotshard.profile.arrivals import ArrivalModel
@@ -239,8 +241,8 @@ class Profile:
     def from_dict(cls, doc: Any) -> Profile:
         """Validate a decoded document (schema and consistency) and build the profile."""
         if not isinstance(doc, dict):
-            raise ProfileError(f"not a hotshard profile: a profile is a JSON object, got "
-                               f"{_show(doc)} (write one with hotshard profile)")
+            raise ProfileError(f"not a hotshard profile: a profile is a JSON object, "
+                               f"{got(doc)} (write one with hotshard profile)")
         if "format" not in doc:
             raise ProfileError("not a hotshard profile (it has no format field): write one "
                                "from event data with hotshard profile")
@@ -251,29 +253,25 @@ class Profile:
                                    "a profile: pass it as observations (OBS, --baseline), and a "
                                    "profile from hotshard profile here")
             raise ProfileError(
-                f"format is {_show(fmt)}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
+                f"format is {show(fmt)}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"
             )
-        source = _get(doc, "source", dict, "")
-        privacy = doc.get("privacy", {"min_count": 1, "pseudonymized": False})
-        if not isinstance(privacy, dict):
-            raise ProfileError(f"privacy must be an object, got {_show(privacy)}")
+        source = _object(doc, "source", "")
+        privacy = _F.mapping(doc.get("privacy", {"min_count": 1, "pseudonymized": False}),
+                             "privacy")
         dist = _parse_dist(doc, "")
-        min_count = privacy.get("min_count", 1)
-        if not _is_number(min_count) or min_count < 1:
-            raise ProfileError(f"privacy.min_count must be a number >= 1, got {_show(min_count)}")
+        min_count = _F.number(privacy.get("min_count", 1), "privacy.min_count", low=1)
+        _F.flag(privacy.get("pseudonymized", False), "privacy.pseudonymized")
         if dist.head_counts.size and dist.head_counts.min() < min_count and not source.get(
                 "scaled"):
             raise ProfileError(
                 f"head.counts holds a count below privacy.min_count ({min_count})"
             )
-        ops_doc = doc.get("operations", {}) or {}
-        if not isinstance(ops_doc, dict):
-            raise ProfileError(f"operations must be an object of op -> distribution, got "
-                               f"{_show(ops_doc)}")
+        ops_doc = _F.mapping(doc.get("operations", {}) or {}, "operations",
+                             "an object of op -> distribution")
         operations = {str(op): _parse_dist(d, f"operations.{op}") for op, d in ops_doc.items()}
         for name in ("sizes", "rate"):
-            if doc.get(name) is not None and not isinstance(doc[name], dict):
-                raise ProfileError(f"{name} must be an object or null, got {_show(doc[name])}")
+            if doc.get(name) is not None:
+                _F.mapping(doc[name], name, "an object or null")
         head_sizes = {None: len(dist.head_keys),
                       **{op: len(d.head_keys) for op, d in operations.items()}}
         placement = parse_placement(doc.get("placement"), head_sizes,
@@ -415,10 +413,6 @@ def bin_tail(values: NDArray, keys: NDArray, power_law: dict | None) -> TailMode
 
 
 # -- parsing helpers -----------------------------------------------------------------------
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _num(v: float) -> int | float:
     return int(v) if float(v).is_integer() and abs(v) < 2**63 else float(v)
 
@@ -462,60 +456,29 @@ def _not_json(path: str | os.PathLike[str], text: str, exc: json.JSONDecodeError
             + _EVENT_INPUT)
 
 
-# -- validation: every message names the field path -------------------------------------
-_KINDS = {dict: "an object", list: "a list", str: "a string"}
+# -- validation: the shared typed readers; every message names the field path ------------------
+_F = Fields(ProfileError)
 
 
-def _path(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _show(v: Any) -> str:
-    """A value as the JSON reader wrote it: null, true, a number, a quoted string, a kind."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, dict | list):
-        return _KINDS[type(v)]
-    return repr(v)
-
-
-def _missing(path: str, rule: str) -> ProfileError:
-    return ProfileError(f"{path} is missing: add it ({rule})")
-
-
-def _get(doc: dict, key: str, kind: type, where: str):
-    path = _path(where, key)
-    if key not in doc:
-        raise _missing(path, _KINDS[kind])
-    val = doc[key]
-    if not isinstance(val, kind):
-        raise ProfileError(f"{path} must be {_KINDS[kind]}, got {_show(val)}")
-    return val
-
-
-def _number(doc: dict, key: str, where: str, *, low: float, strict: bool = False,
-            missing: ProfileError | None = None) -> float:
+def _number(doc: Mapping[str, Any], key: str, where: str, *, low: float,
+            strict: bool = False, missing: str | None = None) -> float:
     """``doc[key]`` as a finite number >= low (> low if strict); missing and wrong say which."""
-    path = _path(where, key)
-    rule = f"a number {'>' if strict else '>='} {_num(low)}"
+    rule = number_rule(low, strict)
     if key not in doc:
-        raise missing or _missing(path, rule)
-    v = doc[key]
-    if not _is_number(v) or v < low or (strict and v == low):
-        raise ProfileError(f"{path} must be {rule}, got {_show(v)}")
-    return float(v)
+        raise _F.missing(at(where, key), missing or f"add it ({rule})")
+    return float(_F.number(doc[key], at(where, key), low=low, strict=strict))
 
 
-def _numbers(val: Any, where: str, *, positive: bool = False) -> NDArray[np.float64]:
-    if not isinstance(val, list):
-        raise ProfileError(f"{where} must be a list of numbers, got {_show(val)}")
-    for i, v in enumerate(val):
-        if not _is_number(v) or v < 0 or (positive and v == 0):
-            rule = "> 0" if positive else ">= 0"
-            raise ProfileError(f"{where}[{i}] must be a number {rule}, got {_show(v)}")
-    return np.asarray(val, dtype=np.float64)
+def _numbers(doc: Mapping[str, Any], key: str, where: str, *,
+             positive: bool = False) -> NDArray[np.float64]:
+    """The required list ``doc[key]`` of finite numbers >= 0 (> 0 if positive)."""
+    values = _F.required(doc, key, where, lambda v, path: _F.numbers(v, path, strict=positive),
+                         "a list of numbers")
+    return np.asarray(values, dtype=np.float64)
+
+
+def _object(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    return _F.required(doc, key, where, _F.mapping, "an object")
 
 
 def _close(a: float, b: float) -> bool:
@@ -523,37 +486,34 @@ def _close(a: float, b: float) -> bool:
 
 
 def _parse_dist(doc: Any, where: str) -> KeyDistribution:
-    if not isinstance(doc, dict):
-        raise ProfileError(f"{where} must be an object, got {_show(doc)}")
-    totals = _get(doc, "totals", dict, where)
-    head = _get(doc, "head", dict, where)
-    tail = _get(doc, "tail", dict, where)
-    total_events = _number(totals, "events", _path(where, "totals"), low=0)
-    total_keys = _number(totals, "keys", _path(where, "totals"), low=0)
-    head_at = _path(where, "head")
-    keys = _get(head, "keys", list, head_at)
-    counts = _numbers(_get(head, "counts", list, head_at), f"{head_at}.counts", positive=True)
+    _F.mapping(doc, where)
+    totals = _object(doc, "totals", where)
+    head = _object(doc, "head", where)
+    tail = _object(doc, "tail", where)
+    total_events = _number(totals, "events", at(where, "totals"), low=0)
+    total_keys = _number(totals, "keys", at(where, "totals"), low=0)
+    head_at = at(where, "head")
+    keys = _F.required(head, "keys", head_at, _F.array, "a list of strings")
+    counts = _numbers(head, "counts", head_at, positive=True)
+    for i, k in enumerate(keys):
+        if not isinstance(k, str):
+            _F.string(k, item(f"{head_at}.keys", i))
     if len(keys) != counts.size:
-        raise ProfileError(f"{head_at} has {len(keys)} keys but {counts.size} counts")
-    bad = next((i for i, k in enumerate(keys) if not isinstance(k, str)), None)
-    if bad is not None:
-        raise ProfileError(f"{head_at}.keys[{bad}] must be a string, got {_show(keys[bad])}")
+        raise _F.fail(head_at, f"has {len(keys)} keys but {counts.size} counts")
     if len(set(keys)) != len(keys):
-        raise ProfileError(f"{head_at}.keys holds a key twice")
+        raise _F.fail(f"{head_at}.keys", "holds a key twice")
     if counts.size > 1 and np.any(np.diff(counts) > 0):
-        raise ProfileError(f"{head_at}.counts must be sorted, most frequent first")
-    tail_model = _parse_tail(tail, _path(where, "tail"))
+        raise _F.fail(f"{head_at}.counts", "must be sorted, most frequent first")
+    tail_model = _parse_tail(tail, at(where, "tail"))
     dist = KeyDistribution(total_events, total_keys, tuple(keys), counts, tail_model)
     if not _close(dist.events, float(counts.sum()) + tail_model.events):
-        raise ProfileError(
-            f"{_path(where, 'totals.events')} ({_num(dist.events)}) != head counts + "
-            f"tail.events ({_num(float(counts.sum()) + tail_model.events)})"
-        )
+        raise _F.fail(at(where, "totals.events"),
+                      f"({_num(dist.events)}) != head counts + tail.events "
+                      f"({_num(float(counts.sum()) + tail_model.events)})")
     if not _close(dist.keys, len(keys) + tail_model.keys):
-        raise ProfileError(
-            f"{_path(where, 'totals.keys')} ({_num(dist.keys)}) != head keys + tail.keys "
-            f"({_num(len(keys) + tail_model.keys)})"
-        )
+        raise _F.fail(at(where, "totals.keys"),
+                      f"({_num(dist.keys)}) != head keys + tail.keys "
+                      f"({_num(len(keys) + tail_model.keys)})")
     return dist
 
 
@@ -563,41 +523,36 @@ _OPTIONAL_LAW_FIELDS = (("alpha_se", 0), ("ks", 0), ("n_tail", 0), ("xmax", 1),
                         ("count_scale", 0), ("key_scale", 0), ("head_scale", 0))
 
 
-def _parse_tail(tail: dict, where: str) -> TailModel:
+def _parse_tail(tail: Mapping[str, Any], where: str) -> TailModel:
     tail_events = _number(tail, "events", where, low=0)
     tail_keys = _number(tail, "keys", where, low=0)
-    hist = _get(tail, "histogram", dict, where)
-    values = _numbers(_get(hist, "values", list, f"{where}.histogram"),
-                      f"{where}.histogram.values", positive=True)
-    vkeys = _numbers(_get(hist, "keys", list, f"{where}.histogram"), f"{where}.histogram.keys")
+    hist_at = f"{where}.histogram"
+    hist = _object(tail, "histogram", where)
+    values = _numbers(hist, "values", hist_at, positive=True)
+    vkeys = _numbers(hist, "keys", hist_at)
     if values.size != vkeys.size:
-        raise ProfileError(f"{where}.histogram has {values.size} values but {vkeys.size} keys")
+        raise _F.fail(hist_at, f"has {values.size} values but {vkeys.size} keys")
     arrays = {}
     bins = hist.get("bins")
     if bins is not None:
-        if not isinstance(bins, dict):
-            raise ProfileError(f"{where}.histogram.bins must be an object or null, got "
-                               f"{_show(bins)}")
+        _F.mapping(bins, f"{hist_at}.bins", "an object or null")
         for name in ("lo", "hi", "keys", "events"):
-            arrays[name] = _numbers(_get(bins, name, list, f"{where}.histogram.bins"),
-                                    f"{where}.histogram.bins.{name}")
+            arrays[name] = _numbers(bins, name, f"{hist_at}.bins")
         if len({a.size for a in arrays.values()}) != 1:
-            raise ProfileError(f"{where}.histogram.bins lists differ in length")
+            raise _F.fail(f"{hist_at}.bins", "lists differ in length")
         if np.any(arrays["hi"] <= arrays["lo"]):
-            raise ProfileError(f"{where}.histogram.bins: every hi must exceed its lo")
+            raise _F.fail(f"{hist_at}.bins:", "every hi must exceed its lo")
     pl = tail.get("power_law")
     if pl is not None:
-        at = f"{where}.power_law"
-        if not isinstance(pl, dict):
-            raise ProfileError(f"{at} must be an object or null, got {_show(pl)}")
+        law_at = f"{where}.power_law"
+        _F.mapping(pl, law_at, "an object or null")
         for key, low, strict in (("alpha", 1, True), ("xmin", 1, False)):
-            rule = f"a number {'>' if strict else '>='} {low}"
-            _number(pl, key, at, low=low, strict=strict, missing=ProfileError(
-                f"{at}.{key} is missing: add it ({rule}), or set {at} to null to generate "
-                "from the histogram alone"))
+            _number(pl, key, law_at, low=low, strict=strict,
+                    missing=f"add it ({number_rule(low, strict)}), or set {law_at} to null to "
+                            "generate from the histogram alone")
         for key, low in _OPTIONAL_LAW_FIELDS:  # written by the fit or by scaling; null is absent
             if pl.get(key) is not None:
-                _number(pl, key, at, low=low)
+                _number(pl, key, law_at, low=low)
     model = TailModel(
         keys=tail_keys, events=tail_events, values=values, value_keys=vkeys,
         bin_lo=arrays.get("lo", np.zeros(0)), bin_hi=arrays.get("hi", np.zeros(0)),
@@ -607,9 +562,9 @@ def _parse_tail(tail: dict, where: str) -> TailModel:
     hist_keys = float(vkeys.sum() + model.bin_keys.sum())
     hist_events = float(np.dot(values, vkeys) + model.bin_events.sum())
     if not _close(hist_keys, model.keys):
-        raise ProfileError(f"{where}.histogram holds {_num(hist_keys)} keys, "
-                           f"but {where}.keys is {_num(model.keys)}")
+        raise _F.fail(hist_at, f"holds {_num(hist_keys)} keys, but {where}.keys is "
+                               f"{_num(model.keys)}")
     if not _close(hist_events, model.events):
-        raise ProfileError(f"{where}.histogram holds {_num(hist_events)} events, "
-                           f"but {where}.events is {_num(model.events)}")
+        raise _F.fail(hist_at, f"holds {_num(hist_events)} events, but {where}.events is "
+                               f"{_num(model.events)}")
     return model

@@ -8,11 +8,11 @@ never imports that one (packages depend downward only; docs/ARCHITECTURE.md).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from hotshard._validate import Fields, item
 from hotshard.errors import ProfileError
 
 __all__ = ["PlacementRecord", "Placer", "parse_placement"]
@@ -80,19 +80,15 @@ class PlacementRecord:
         return out
 
 
-def _finite_list(value: Any, where: str) -> tuple[float, ...]:
-    if not isinstance(value, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            and v >= 0 for v in value):
-        raise ProfileError(f"{where} must be a list of counts >= 0")
-    return tuple(value)
+_F = Fields(ProfileError)  # the field readers profiles and observations share
 
 
 def _shard_list(value: Any, where: str, length: int) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) != length or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise ProfileError(f"{where} must list one shard number per head key ({length})")
-    return tuple(value)
+    _F.array(value, where, f"a list of one shard number per head key ({length})")
+    if len(value) != length:
+        raise _F.fail(where, f"must list one shard number per head key ({length}), got "
+                             f"{len(value)}")
+    return tuple(_F.count(v, item(where, i)) for i, v in enumerate(value))
 
 
 def parse_placement(doc: Any, head_sizes: Mapping[str | None, int],
@@ -101,37 +97,31 @@ def parse_placement(doc: Any, head_sizes: Mapping[str | None, int],
 
     ``head_sizes`` maps None to the number of head keys and each operation to its own.
     """
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        raise ProfileError("placement must be an object of spec -> record")
+    doc = _F.mapping({} if doc is None else doc, "placement", "an object of spec -> record")
     records = {}
     for spec, rec in doc.items():
         where = f"placement.{spec}"
-        if not isinstance(rec, dict):
-            raise ProfileError(f"{where} must be an object")
-        fingerprint = rec.get("fingerprint")
-        if not isinstance(fingerprint, str) or not fingerprint:
-            raise ProfileError(f"{where}.fingerprint is missing")
-        key_type = rec.get("key_type", "text")
-        if key_type not in ("text", "bigint"):
-            raise ProfileError(f"{where}.key_type must be text or bigint, got {key_type!r}")
+        _F.mapping(rec, where)
+        if rec.get("fingerprint") is None:
+            raise _F.missing(f"{where}.fingerprint", "the layout this placement was recorded "
+                                                     "for; re-run hotshard profile")
+        fingerprint = _F.text(rec["fingerprint"], f"{where}.fingerprint")
+        key_type = _F.choice(rec.get("key_type", "text"), f"{where}.key_type",
+                             ("text", "bigint"))
         tail = rec.get("tail_events_by_shard")
-        tail = None if tail is None else _finite_list(tail, f"{where}.tail_events_by_shard")
+        tail = None if tail is None else tuple(_F.numbers(tail, f"{where}.tail_events_by_shard"))
         head = rec.get("head_shards")
         if pseudonymized and head is None:
-            raise ProfileError(f"{where}.head_shards is missing: a pseudonymized profile "
-                                 "records every head key's shard")
+            raise _F.missing(f"{where}.head_shards", "a pseudonymized profile records every "
+                                                     "head key's shard")
         head = None if head is None else _shard_list(head, f"{where}.head_shards",
                                                       head_sizes[None])
-        ops_doc = rec.get("op_head_shards") or {}
-        if not isinstance(ops_doc, dict):
-            raise ProfileError(f"{where}.op_head_shards must be an object")
+        ops_doc = _F.mapping(rec.get("op_head_shards") or {}, f"{where}.op_head_shards")
         by_op = {}
         for op, shards in ops_doc.items():
             if op not in head_sizes:
-                raise ProfileError(f"{where}.op_head_shards.{op}: the profile has no such "
-                                     "operation")
+                raise _F.fail(f"{where}.op_head_shards.{op}:", "the profile has no such "
+                                                               "operation")
             by_op[op] = _shard_list(shards, f"{where}.op_head_shards.{op}", head_sizes[op])
         records[spec] = PlacementRecord(spec, fingerprint, key_type, tail, head, by_op)
     if pseudonymized and not records:
