@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from hotshard._format import pct, pp, times
 from hotshard.errors import InputError
 from hotshard.profile.model import Profile
 
@@ -470,11 +471,11 @@ def _notes(a: Profile, b: Profile, sa: _Side, sb: _Side, unclear) -> list[str]:
     left = sum(1 for m in unclear if m.status == "left")
     if left:
         notes.append(f"{left:,} keys left A's head with A shares at or below B's floor "
-                     f"({_pct(sb.floor)}): whether they fell cannot be told from the profiles")
+                     f"({pct(sb.floor)}): whether they fell cannot be told from the profiles")
     entered = len(unclear) - left
     if entered:
         notes.append(f"{entered:,} keys entered B's head with B shares at or below A's floor "
-                     f"({_pct(sa.floor)}): whether they rose cannot be told from the profiles")
+                     f"({pct(sa.floor)}): whether they rose cannot be told from the profiles")
     return notes
 
 
@@ -694,30 +695,14 @@ def _span(seconds: float) -> str:
 
 
 # -- the terminal table -----------------------------------------------------------------------
-def _pct(x: float) -> str:
-    """A share as a percentage: two decimals, or two significant digits below 1%."""
-    pct = 100 * x
-    if not 0 < abs(pct) < 1:
-        return f"{pct:.2f}%"
-    return f"{pct:.{max(2, 1 - math.floor(math.log10(abs(pct))))}f}%"
-
-
-def _pp(x: float) -> str:
-    """A change of share in percentage points, signed."""
-    pct = 100 * x
-    if not 0 < abs(pct) < 1:
-        return f"{pct:+.2f} pp"
-    return f"{pct:+.{max(2, 1 - math.floor(math.log10(abs(pct))))}f} pp"
-
-
 def _share_cell(share: float, exact: bool) -> str:
-    return _pct(share) if exact else f"<={_pct(share)}"
+    return pct(share) if exact else f"<={pct(share)}"
 
 
 def _change_cell(m: KeyMove) -> str:
     if m.exact_a and m.exact_b:
-        return _pp(m.change)
-    return (">=" if not m.exact_a else "<=") + _pp(m.change)
+        return pp(m.change)
+    return (">=" if not m.exact_a else "<=") + pp(m.change)
 
 
 def _rank(r: int | None) -> str:
@@ -735,7 +720,7 @@ def _move_rows(moves, width: int) -> list[str]:
 
 
 def _listing(moves, side: str, limit: int) -> str:
-    shown = ", ".join(f"{m.key} ({_pct(m.share_b if side == 'b' else m.share_a)})"
+    shown = ", ".join(f"{m.key} ({pct(m.share_b if side == 'b' else m.share_a)})"
                       for m in moves[:limit])
     more = f", ... {len(moves) - limit:,} more" if len(moves) > limit else ""
     return shown + more
@@ -751,7 +736,7 @@ def diff_table(d: ProfileDiff, *, limit: int = DEFAULT_MOVERS) -> str:
         f"top {d.top:,} keys of each: {len(d.stayed):,} in both, {len(d.entered):,} entered, "
         f"{len(d.left):,} left",
         "a key outside a head has at most that profile's largest tail count: "
-        f"A <={_pct(d.floor_a)}, B <={_pct(d.floor_b)};",
+        f"A <={pct(d.floor_a)}, B <={pct(d.floor_b)};",
         "changes computed with a floor are bounds (>= the least rise, <= the least fall) and "
         "rank as such",
         "",
@@ -765,7 +750,7 @@ def diff_table(d: ProfileDiff, *, limit: int = DEFAULT_MOVERS) -> str:
         f"left the head ({len(d.left):,}): " + (_listing(d.left, "a", limit) or "none"),
         "",
         f"  {'':<16}  {'A':>13}  {'B':>13}  change",
-        *(f"  {s.label:<16}  {_pct(s.a):>13}  {_pct(s.b):>13}  {_pp(s.change)}"
+        *(f"  {s.label:<16}  {pct(s.a):>13}  {pct(s.b):>13}  {pp(s.change)}"
           for s in d.shares),
         *_tail_lines(d.tail),
     ]
@@ -804,18 +789,18 @@ def _tail_lines(t: TailDrift) -> list[str]:
 def _shard_lines(s: ShardDrift) -> list[str]:
     lines = [
         f"hottest shard ({s.partitioner}, {s.key_type} keys)",
-        f"  A: shard {s.hottest_a} at {_pct(s.hottest_share_a)} ({s.max_over_mean_a:.2f}x "
-        f"mean); B: shard {s.hottest_b} at {_pct(s.hottest_share_b)} "
-        f"({s.max_over_mean_b:.2f}x mean): {_pp(s.change)}",
+        f"  A: shard {s.hottest_a} at {pct(s.hottest_share_a)} ({times(s.max_over_mean_a)} "
+        f"mean); B: shard {s.hottest_b} at {pct(s.hottest_share_b)} "
+        f"({times(s.max_over_mean_b)} mean): {pp(s.change)}",
     ]
     for row in s.shards:
         moved = ", ".join(f"{m.key} {_change_cell(m)}" for m in row.keys)
-        lines += [f"  shard {row.shard}: {_pct(row.share_a)} -> {_pct(row.share_b)} "
-                  f"({_pp(row.change)})",
-                  f"    moved by {moved}; unnamed tail keys (modelled) {_pp(row.rest_change)}"
+        lines += [f"  shard {row.shard}: {pct(row.share_a)} -> {pct(row.share_b)} "
+                  f"({pp(row.change)})",
+                  f"    moved by {moved}; unnamed tail keys (modelled) {pp(row.rest_change)}"
                   if moved else
                   f"    no head key on it moved; unnamed tail keys (modelled) "
-                  f"{_pp(row.rest_change)}"]
+                  f"{pp(row.rest_change)}"]
     return lines
 
 
