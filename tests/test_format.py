@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hotshard._format import count, ms, pct, pp, rps, times, whole
+from hotshard._format import count, ms, pct, pct_apart, pp, rps, times, whole
 
 
 @pytest.mark.parametrize(("x", "text"), [
@@ -43,3 +43,14 @@ def test_the_other_formats():
     assert ms(1234.5) == "1,234 ms" and ms(5.25) == "5.2 ms" and ms(0.123) == "0.12 ms"
     assert times(1.054) == "1.05x" and times(3.44) == "3.4x" and times(12.4) == "12x"
     assert rps(3000) == "3,000 req/s" and count(12345) == "12,345"
+
+
+@pytest.mark.parametrize(("a", "b", "texts"), [
+    (0.12, 0.05, ("12%", "5.0%")),             # already apart: pct's digits
+    (0.0862, 0.0859, ("8.62%", "8.59%")),      # "8.6% above 8.6%" would contradict itself
+    (0.1234, 0.1236, ("12.3%", "12.4%")),
+    (0.0012345, 0.0012346, ("0.1234%", "0.1235%")),
+    (0.3, 0.3, ("30%", "30%")),                # equal values stay equal
+])
+def test_pct_apart_adds_digits_only_until_two_shares_read_apart(a, b, texts):
+    assert pct_apart(a, b) == texts

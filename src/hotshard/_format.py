@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["HUGE", "count", "ms", "pct", "pp", "rps", "times", "whole"]
+__all__ = ["HUGE", "count", "ms", "pct", "pct_apart", "pp", "rps", "times", "whole"]
 
 
-def _percent_text(v: float, sign: str = "") -> str:
+def _percent_text(v: float, sign: str = "", digits: int = 2) -> str:
     """``v`` (already in percent) with the digits it needs: whole from 10, one decimal from 1,
     else two significant digits (0.15, 0.0015), and powers of ten below a millionth of a percent,
-    where fixed digits would round a share that is there to zero."""
-    a = abs(float(f"{v:.2g}"))  # as rounded: 9.996 is written as 10, not 10.0
-    if a == 0 or a >= 10 or not math.isfinite(a):
-        return f"{v:{sign}.0f}"
+    where fixed digits would round a share that is there to zero. ``digits`` > 2 adds that many
+    significant digits less one, for two values that must read apart."""
+    extra = digits - 2
+    a = abs(float(f"{v:.{digits}g}"))  # as rounded: 9.996 is written as 10, not 10.0
+    if a == 0 or not math.isfinite(a):
+        return f"{v:{sign}.{extra}f}"
+    if a >= 10:
+        return f"{v:{sign}.{max(0, extra - int(math.log10(a)) + 1)}f}"
     if a >= 1:
-        return f"{v:{sign}.1f}"
-    digits = 1 - math.floor(math.log10(a))
-    return f"{v:{sign}.{digits}f}" if digits <= 6 else f"{v:{sign}.1e}"
+        return f"{v:{sign}.{1 + extra}f}"
+    places = 1 - math.floor(math.log10(a)) + extra
+    return f"{v:{sign}.{places}f}" if places <= 6 + extra else f"{v:{sign}.{1 + extra}e}"
 
 
 def pct(x: float) -> str:
@@ -28,6 +32,16 @@ def pct(x: float) -> str:
     labels alike, so one share reads the same in the diagnosis, the report and the terminal.
     """
     return f"{_percent_text(100 * x)}%"
+
+
+def pct_apart(a: float, b: float) -> tuple[str, str]:
+    """``pct`` of two shares a sentence compares ("8.62%, above the 8.59% uniform keys reach"),
+    with a digit more, and another, until two different values read differently."""
+    for digits in range(2, 7):
+        left, right = (f"{_percent_text(100 * x, digits=digits)}%" for x in (a, b))
+        if left != right or a == b:
+            return left, right
+    return left, right
 
 
 def pp(x: float) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hotshard._format import pct, pct_apart
 from hotshard.profile.fit import PowerLawFit
 
 __all__ = ["fit_summary"]
@@ -26,7 +27,7 @@ def fit_summary(fit: PowerLawFit, source: str) -> str:
     lines = [
         f"Discrete power-law fit (Clauset, Shalizi & Newman 2009) of {source}",
         f"  observations     {fit.n:,} ({fit.n_distinct:,} distinct values)",
-        f"  tail             x >= {fit.xmin:,}: {fit.n_tail:,} observations ({share:.2%}); "
+        f"  tail             x >= {fit.xmin:,}: {fit.n_tail:,} observations ({pct(share)}); "
         f"xmin {how}",
         f"  alpha            {fit.alpha:.4f} +/- {fit.alpha_se:.4f}",
         f"  KS distance      {fit.ks:.5f}",
@@ -54,17 +55,8 @@ def fit_summary(fit: PowerLawFit, source: str) -> str:
 
 def profile_summary(summary, source: str) -> str:
     """`hotshard inspect`: the numbers first, then the warnings."""
-    import math
-
     def share(x: float | None) -> str:
-        """A percentage with two decimals, or two significant digits when smaller than 1%
-        (one key of 70,000 events is 0.0014%, not 0.00%)."""
-        if x is None:
-            return "n/a"
-        pct = 100 * x
-        if not 0 < pct < 1:
-            return f"{pct:.2f}%"
-        return f"{pct:.{max(2, 1 - math.floor(math.log10(pct)))}f}%"
+        return "n/a" if x is None else pct(x)
 
     s = summary
     lines = [
@@ -86,7 +78,7 @@ def profile_summary(summary, source: str) -> str:
     else:
         lines.append(f"  tail power law   {s.fit_quality}")
     for op, d in s.operations.items():
-        lines.append(f"  op {op:<13} {d['share']:.1%} of events, {d['keys']:,.0f} keys, "
+        lines.append(f"  op {op:<13} {pct(d['share'])} of events, {d['keys']:,.0f} keys, "
                      f"top-1 key {share(d['top1_share'])}")
     if s.rate:
         lines.append(f"  rate             mean {s.rate['mean_rps']:,.1f}/s, "
@@ -121,24 +113,24 @@ def _shard_rows(pred, label: str) -> list[str]:
 
     n = pred.n_shards
     lines = [f"  {label}: max/mean {pred.max_over_mean:.2f}; hottest shard {pred.hottest} "
-             f"carries {pred.shares[pred.hottest]:.2%}"]
+             f"carries {pct(pred.shares[pred.hottest])}"]
     order = sorted(range(n), key=lambda s: -pred.shares[s])
     show = order[:8]
     width = len(str(n - 1))  # the widest shard number, so the columns line up
     show_sd = max(pred.sd[s] for s in show) >= 5e-5  # +/- 0.00% would say nothing
-    cpu_width = 0 if pred.cpu is None else max(len(f"{pred.cpu[s]:.0%}") for s in show)
+    cpu_width = 0 if pred.cpu is None else max(len(pct(pred.cpu[s])) for s in show)
     for s in show:
-        sd = f" +/- {pred.sd[s]:.2%}" if show_sd else ""
-        cpu = f"  cpu {pred.cpu[s]:>{cpu_width}.0%}" if pred.cpu is not None else ""
-        lines.append(f"    shard {s:>{width}}  {pred.shares[s]:7.2%}{sd}{cpu}")
+        sd = f" +/- {pct(pred.sd[s])}" if show_sd else ""
+        cpu = f"  cpu {pct(pred.cpu[s]):>{cpu_width}}" if pred.cpu is not None else ""
+        lines.append(f"    shard {s:>{width}}  {pct(pred.shares[s]):>7}{sd}{cpu}")
     if n > 9:
         rest = pred.shares[order[8:]]
-        lines.append(f"    ... {n - 8} more shards between {rest.min():.2%} and "
-                     f"{rest.max():.2%}")
+        lines.append(f"    ... {n - 8} more shards between {pct(rest.min())} and "
+                     f"{pct(rest.max())}")
     elif n == 9:
-        lines.append(f"    ... 1 more shard at {pred.shares[order[8]]:.2%}")
+        lines.append(f"    ... 1 more shard at {pct(pred.shares[order[8]])}")
     if pred.hottest_keys:
-        keys = ", ".join(f"{k} ({v:.2%})" for k, v in pred.hottest_keys)
+        keys = ", ".join(f"{k} ({pct(v)})" for k, v in pred.hottest_keys)
         lines.append(f"    hot keys on shard {pred.hottest}: {keys}")
     if pred.cpu is not None:
         hottest = (f"The hottest, shard {pred.hottest}, reaches 100% CPU at {pred.max_rps:,.0f} "
@@ -167,11 +159,12 @@ def prediction_summary(pred) -> str:
     n = pred.n_shards
     lines = [f"Predicted load on {pred.partitioner} ({n} shard{'' if n == 1 else 's'}; {exact})"]
     lines += _shard_rows(pred, "before" if pred.after is not None else "prediction")
-    lines.append(f"  uniform keys would give every shard {pred.uniform_low:.2%} to "
-                 f"{pred.uniform_high:.2%} (max/mean <= {pred.uniform_max_over_mean:.2f})")
+    lines.append(f"  uniform keys would give every shard {pct(pred.uniform_low)} to "
+                 f"{pct(pred.uniform_high)} (max/mean <= {pred.uniform_max_over_mean:.2f})")
     if pred.max_over_mean > pred.uniform_max_over_mean:
+        hot, high = pct_apart(pred.shares[pred.hottest], pred.uniform_high)
         lines.append(f"  => shard {pred.hottest} is hot by key distribution, not by noise: "
-                     f"{pred.shares[pred.hottest]:.2%} against at most {pred.uniform_high:.2%}")
+                     f"{hot} against at most {high}")
     if pred.after is not None:
         w = pred.whatif
         lines += textwrap.wrap(f"what if: {w['text']}", width=96, initial_indent="  ",
@@ -190,13 +183,13 @@ def prediction_summary(pred) -> str:
                 why.append(f"a shard's reads are split over its {w['replicas']} replicas")
             lines += textwrap.wrap(
                 f"(shares of all requests before mitigation that reach one node of each shard: "
-                f"they add to {total:.1%}, not 100%, since {' and '.join(why)})",
+                f"they add to {pct(total)}, not 100%, since {' and '.join(why)})",
                 width=96, initial_indent="    ", subsequent_indent="     ")
         lines += after[1:]
         a = pred.after
         node = "node" if w.get("replicas", 1) > 1 else "shard"
         lines.append(f"  uniform keys carrying the same load would give every {node} "
-                     f"{a.uniform_low:.2%} to {a.uniform_high:.2%} "
+                     f"{pct(a.uniform_low)} to {pct(a.uniform_high)} "
                      f"(max/mean <= {a.uniform_max_over_mean:.2f})")
     return "\n".join(lines)
 
@@ -222,13 +215,13 @@ def simulation_summary(result) -> str:
                  f"{_spec_text(m.arrivals.to_dict())}; reads {result.reads}")
     for e in result.events:
         end = format_duration(min(e.end, result.duration))
-        lines.append(f"  event: {e.share:.0%} of all requests to key {e.key} from "
+        lines.append(f"  event: {pct(e.share)} of all requests to key {e.key} from "
                      f"{format_duration(e.start)} to {end}")
     if w.active:
         lines.append(f"  mitigations: {w.text()}")
-    pct = result.percentiles()
-    if pct:
-        lines.append("  latency   " + "  ".join(f"{k} {pct[k]:,.1f} ms" for k in
+    quantiles = result.percentiles()
+    if quantiles:
+        lines.append("  latency   " + "  ".join(f"{k} {quantiles[k]:,.1f} ms" for k in
                                               ("p50", "p90", "p99", "p999", "max")))
     cpu = [s.cpu for s in result.shards]
     order = sorted(range(len(cpu)), key=lambda i: (-cpu[i], -result.shards[i].requests))
@@ -236,7 +229,7 @@ def simulation_summary(result) -> str:
     p99s = [s.p99_ms for s in result.shards if s.p99_ms is not None]
     typical_p99 = float(np.median(p99s)) if p99s else 0.0
     width = len(str(len(cpu) - 1))
-    lines.append(f"  shards    median CPU {median:.0%}; hottest:")
+    lines.append(f"  shards    median CPU {pct(median)}; hottest:")
     for i in order[:5]:
         s = result.shards[i]
         if s.p99_ms is None:
@@ -247,13 +240,13 @@ def simulation_summary(result) -> str:
             flag = "  SATURATED: arrivals outran service the whole window"
         elif typical_p99 and s.p99_ms > 10 * typical_p99:
             flag = f"  BACKLOG: p99 {s.p99_ms / typical_p99:,.0f}x a typical shard's"
-        lines.append(f"    shard {i:>{width}}  CPU {s.cpu:4.0%}  {s.requests:>10,} req  "
+        lines.append(f"    shard {i:>{width}}  CPU {pct(s.cpu):>4}  {s.requests:>10,} req  "
                      f"p50/p90/p99/p99.9 {s.p50_ms:,.1f}/{s.p90_ms:,.1f}/{s.p99_ms:,.1f}/"
                      f"{s.p999_ms:,.1f} ms  queue mean {s.mean_queue:.1f} max "
                      f"{s.max_queue:,}{flag}")
     if result.cache_hit_rate is not None:
         lines.append(f"  cache     {m.cache_size:,} entries per shard: read hit rate "
-                     f"{result.cache_hit_rate:.1%}")
+                     f"{pct(result.cache_hit_rate)}")
     if result.coalesced:
         lines.append(f"  coalesced {result.coalesced:,} reads joined an identical read in flight")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hotshard._atomic import atomic_write, check_writable
-from hotshard._format import ms, pct, rps, times, whole
+from hotshard._format import ms, pct, pct_apart, rps, times, whole
 from hotshard.diagnose.evidence import rate_of
 from hotshard.errors import InputError
 from hotshard.observations import Observations
@@ -221,10 +221,11 @@ def _uniform_words(load: ShardLoad, pred: Prediction, layout: Layout) -> str:
 
 
 def _predicted_words(load: ShardLoad, pred: Prediction) -> str:
+    peak, high = pct_apart(load.peak, pred.uniform_high)  # never "8.6%, above the 8.6%"
     text = (f"From the profile alone, shard {_e(load.hottest_id)} is predicted to take "
-            f"{pct(load.peak)} of requests, {times(load.max_over_mean)} the mean shard")
+            f"{peak} of requests, {times(load.max_over_mean)} the mean shard")
     if load.peak > pred.uniform_high:
-        text += f", above the {pct(pred.uniform_high)} uniform keys could reach"
+        text += f", above the {high} uniform keys could reach"
     else:
         text += ", inside the band uniform keys give: no hot shard"
     if pred.hottest_keys:
@@ -244,14 +245,15 @@ def _observed_words(load: ShardLoad, obs: Observations) -> str:
             text += (f"; uniform keys would keep the busiest shard near {pct(load.band[1])} "
                      f"at this CPU")
         return text + " (no request counts per shard, so CPU is shown)."
-    text = (f"Shard {_e(load.hottest_id)} carries {pct(load.peak)} of the "
+    high = load.band[1] if load.band is not None else load.peak
+    peak, high_text = pct_apart(load.peak, high)
+    text = (f"Shard {_e(load.hottest_id)} carries {peak} of the "
             f"{whole(load.total)} requests in {_e(load.title)}, {times(load.max_over_mean)} "
             "the mean shard")
     if load.band is not None:
-        high = load.band[1]
         verdict = ("far above" if load.peak > 2 * high else "above" if load.peak > high
                    else "within")
-        text += (f"; {verdict} the {pct(high)} uniform keys could give the busiest shard "
+        text += (f"; {verdict} the {high_text} uniform keys could give the busiest shard "
                  f"for as many requests{keys}")
     return text + "."
 
