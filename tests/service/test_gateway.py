@@ -65,7 +65,7 @@ class FakeClient:
 class FakeSupervisor:
     """Workers whose every call behaves as ``behaviour`` ("restarting": none is up)."""
 
-    replicas = 0
+    replicas = 1
 
     def __init__(self, shards: int, behaviour: str) -> None:
         self.shards = shards

@@ -121,9 +121,8 @@ class ChatService:
     async def set_mitigations(self, mitigations: Mitigations) -> None:
         """Switch mitigations at run time (replica workers are started or stopped here)."""
         mitigations = for_service(mitigations)
-        # the backends count the replica workers beside the primary
-        if mitigations.replicas - 1 != self.supervisor.replicas:
-            await self.supervisor.set_replicas(mitigations.replicas - 1)
+        if mitigations.replicas != self.supervisor.replicas:
+            await self.supervisor.set_replicas(mitigations.replicas)
         if mitigations.cache_ttl_s:
             self.cache.configure(ttl_s=mitigations.cache_ttl_s)
         if mitigations.cache_ttl_s != self.mitigations.cache_ttl_s:

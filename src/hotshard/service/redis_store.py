@@ -134,7 +134,7 @@ class RedisBackend:
         self.nodes: list[str] = []
         self.pids: list[int | None] = []
         self._clients: list[_NodeClient] = []
-        self.replicas = 0
+        self.replicas = 1
 
     async def start(self) -> None:
         from hotshard.cluster.resp import (
@@ -173,21 +173,22 @@ class RedisBackend:
         return min(counts) if counts else 0
 
     async def set_replicas(self, replicas: int) -> None:
-        """Reads of hot channels from ``replicas`` of the cluster's own replica nodes per
-        master besides the master (READONLY): the cluster must have been started with them
-        (`cluster up --replicas R`, which counts replica nodes per master as redis-cli does)."""
+        """Reads of hot channels from ``replicas`` nodes per shard, the master and
+        ``replicas - 1`` of its own replica nodes (READONLY): the cluster must have been
+        started with them (`cluster up --replicas R`, which counts replica nodes per master as
+        redis-cli does)."""
         have = self.available_replicas()
-        if replicas > have:
-            raise InputError(f"reading each shard from {replicas + 1} nodes needs {replicas} "
+        if replicas - 1 > have:
+            raise InputError(f"reading each shard from {replicas} nodes needs {replicas - 1} "
                              f"replica node(s) per master; this cluster has {have}: start it "
-                             f"with `hotshard cluster up --replicas {replicas}`")
+                             f"with `hotshard cluster up --replicas {replicas - 1}`")
         self.replicas = replicas
 
     def primary(self, shard: int) -> _NodeClient:
         return self._clients[shard]
 
     def reader(self, shard: int, *, use_replicas: bool) -> _NodeClient:
-        if use_replicas and self.replicas:
+        if use_replicas and self.replicas > 1:
             return self._readers[shard]
         return self._clients[shard]
 

@@ -329,12 +329,12 @@ async def running_service(config: ServeConfig, data: DataDir, *,
         supervisor: Any = RedisBackend(config.store)
     else:
         supervisor = Supervisor(data.path, data.router.shards,
-                                replicas=config.mitigations.replicas - 1,
+                                replicas=config.mitigations.replicas,
                                 cost_ms=config.cost_ms, max_body_bytes=config.max_body_bytes)
     try:
         await supervisor.start()
         if config.store and config.mitigations.replicas > 1:
-            await supervisor.set_replicas(config.mitigations.replicas - 1)
+            await supervisor.set_replicas(config.mitigations.replicas)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
                            max_body_bytes=config.max_body_bytes,

@@ -238,18 +238,19 @@ class Supervisor:
     ----------
     data_dir : directory holding one SQLite file per shard.
     shards : number of shards (one primary worker each).
-    replicas : read replicas per shard (0: none).
+    replicas : read nodes per shard, the primary included (1: no replica worker), as
+        ``hotshard.mitigations`` counts them.
     cost_ms : CPU milliseconds each read burns in its worker (``--cost-ms``).
     max_body_bytes : largest message body a worker accepts.
     """
 
-    def __init__(self, data_dir: str | Path, shards: int, *, replicas: int = 0,
+    def __init__(self, data_dir: str | Path, shards: int, *, replicas: int = 1,
                  cost_ms: float = 0.0, max_body_bytes: int = 4096) -> None:
         if shards < 1 or shards > 1024:
             raise InputError(f"shards must be in 1..1024 (ids carry the shard in 10 bits), "
                              f"got {shards}")
-        if replicas < 0:
-            raise InputError(f"replicas must be >= 0, got {replicas}")
+        if replicas < 1:
+            raise InputError(f"replicas must be >= 1 (the primary included), got {replicas}")
         if cost_ms < 0:
             raise InputError(f"cost_ms must be >= 0, got {cost_ms}")
         self.data_dir = Path(data_dir)
@@ -299,13 +300,14 @@ class Supervisor:
         return self._target_replicas
 
     async def set_replicas(self, replicas: int) -> None:
-        """Run ``replicas`` read replicas per shard: start the missing, stop the extra."""
-        if replicas < 0:
-            raise InputError(f"replicas must be >= 0, got {replicas}")
+        """Serve each shard's reads from ``replicas`` workers, the primary included: start the
+        missing replica workers (1 .. replicas - 1), stop the extra."""
+        if replicas < 1:
+            raise InputError(f"replicas must be >= 1 (the primary included), got {replicas}")
         self._target_replicas = replicas
-        extra = [w for (s, r), w in self._workers.items() if r > replicas]
+        extra = [w for (s, r), w in self._workers.items() if r >= replicas]
         await asyncio.gather(*(self._retire(w) for w in extra))
-        missing = [(s, r) for s in range(self.shards) for r in range(1, replicas + 1)
+        missing = [(s, r) for s in range(self.shards) for r in range(1, replicas)
                    if (s, r) not in self._workers]
         await asyncio.gather(*(self._add(s, r) for s, r in missing))
 
@@ -401,7 +403,7 @@ class Supervisor:
     def reader(self, shard: int, *, use_replicas: bool) -> ShardClient:
         """Who serves a read of ``shard``: with replicas, the next live one of primary and
         replicas in turn (round robin), else the primary."""
-        if use_replicas and self._target_replicas:
+        if use_replicas and self._target_replicas > 1:
             live = [w for (s, _), w in sorted(self._workers.items()) if s == shard and w.up]
             if live:
                 return live[next(self._round_robin[shard]) % len(live)].client  # type: ignore
