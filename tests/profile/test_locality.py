@@ -146,7 +146,7 @@ def test_the_section_round_trips_and_its_validation_names_the_field():
     assert again.to_dict() == loc.to_dict()
     bad = json.loads(json.dumps(doc))
     i = next(i for i, c in enumerate(bad["classes"]) if c["reuse"])
-    bad["classes"][i]["reuse"] = bad["classes"][i]["reuse"][1:]
+    bad["classes"][i]["reuse"] = bad["classes"][i]["reuse"][:-1]
     with pytest.raises(ProfileError, match=rf"locality.classes\[{i}\]: stack and reuse"):
         Locality.from_dict(bad)
     bad = {**doc, "events": doc["events"] * 3}
@@ -155,6 +155,53 @@ def test_the_section_round_trips_and_its_validation_names_the_field():
     bad = {**doc, "lru_hit_curve": {"sizes": [1, 2], "hit_rates": [0.5, 0.4]}}
     with pytest.raises(ProfileError, match="never decrease"):
         Locality.from_dict(bad)
+
+
+def test_a_histogram_is_one_run_of_counts_and_old_pair_lists_still_read():
+    loc = measure_locality(np.random.default_rng(2).zipf(1.4, 20_000) % 2000)
+    doc = json.loads(json.dumps(loc.to_dict()))
+    c = next(c for c in loc.classes if c.stack_bins.size > 2)
+    run = next(d for d in doc["classes"] if d["class"] == c.cls)["stack"]
+    assert run[0] == c.stack_bins[0] and len(run) == c.stack_bins[-1] - c.stack_bins[0] + 2
+    assert sum(run[1:]) == c.stack_counts.sum()
+    old = json.loads(json.dumps(doc))   # as the first profiles with the section wrote it
+    for d, k in zip(old["classes"], loc.classes, strict=True):
+        d["stack"] = [[int(b), int(n)] for b, n in zip(k.stack_bins, k.stack_counts,
+                                                       strict=True)]
+        d["reuse"] = [[int(b), int(n)] for b, n in zip(k.reuse_bins, k.reuse_counts,
+                                                       strict=True)]
+    assert Locality.from_dict(old).to_dict() == doc
+
+
+def _zipf_trace(path, events: int, seed: int = 1) -> None:
+    """A day of Poisson arrivals, keys Zipf(1) over a tenth as many keys as events."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    rank = np.floor(np.exp(rng.random(events) * np.log(events // 10))).astype(np.int64)
+    times = np.cumsum(rng.exponential(86_400 / events, events))
+    pq.write_table(pa.table({"key": (rank * 0x9E3779B1) % (1 << 40), "time": times}), path)
+
+
+def test_a_profile_with_every_section_stays_small_as_events_grow(tmp_path):
+    """Under 100 KB with locality, arrivals and timelines, whose sizes grow with the log of
+    the stream's length, not with it: from 125 K to 1 M events (8x), each less than
+    8^(1/4) = 1.68x (locality: 1.5x). benchmarks/bench_locality.py measures the profile of
+    100 M events itself (84 KB, locality 24 KB)."""
+    from hotshard.profile.count import count_profile
+
+    sizes = []
+    for events in (125_000, 1_000_000):
+        _zipf_trace(tmp_path / f"{events}.parquet", events)
+        profile = count_profile([str(tmp_path / f"{events}.parquet")], key="key",
+                                time_col="time")
+        assert len(profile.to_json()) < 100_000
+        doc = profile.to_dict()
+        sizes.append({k: len(json.dumps(doc[k], separators=(",", ":")))
+                      for k in ("locality", "arrivals", "timelines")})
+    for section, small in sizes[0].items():
+        assert sizes[1][section] < 8 ** 0.25 * small, (section, sizes)
 
 
 def test_a_trace_of_one_key_has_one_class_all_hits():

@@ -21,9 +21,13 @@ position, and the section is a few kilobytes whatever the stream's length.
 
 Format (JSON): ``{"order", "method": "exact"|"shards", "sample_rate", "bins_per_octave": 8,
 "events", "keys", "lru_hit_curve": {"sizes": [...], "hit_rates": [...]}, "classes": [{"class",
-"keys", "first", "stack": [[bin, count], ...], "reuse": [[bin, count], ...]}, ...]}``: bins
-with no count left out, hit rates to 6 decimals. An exact section's classes hold every
-reference (firsts plus re-references = events); a sampled one's the sampled keys'.
+"keys", "first", "stack": [first bin, count, count, ...], "reuse": [...]}, ...]}``: each
+histogram one run of counts from its first bin with a count to its last (``[]`` when empty;
+lists of [bin, count] pairs, as the first profiles with the section wrote them, still read),
+hit rates to 6 decimals. An exact section's classes hold every reference (firsts plus
+re-references = events); a sampled one's the sampled keys'. The section grows with the log
+of the stream's length (more classes, more bins a class): 13 KB at 1 M references, 21 KB at
+10 M, 24 KB at 100 M (Zipf over a tenth as many keys).
 
 Computed exactly in one pass (``_locality_kernels.stack_pass``) up to ``EXACT_MAX_KEYS``
 distinct keys, or by SHARDS (Waldspurger et al., FAST'15: the references of the keys whose
@@ -97,10 +101,18 @@ class ClassLocality:
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.cls, "keys": self.keys, "first": self.first,
-                "stack": [[int(b), int(n)] for b, n in zip(self.stack_bins,
-                                                           self.stack_counts, strict=True)],
-                "reuse": [[int(b), int(n)] for b, n in zip(self.reuse_bins,
-                                                           self.reuse_counts, strict=True)]}
+                "stack": _run(self.stack_bins, self.stack_counts),
+                "reuse": _run(self.reuse_bins, self.reuse_counts)}
+
+
+def _run(bins: NDArray[np.int64], counts: NDArray[np.int64]) -> list[int]:
+    """A sparse histogram as [first bin, its count, the next bin's, ..., the last bin's]:
+    one number a bin from the first to the last with a count (none when empty)."""
+    if bins.size == 0:
+        return []
+    dense = np.zeros(int(bins[-1] - bins[0]) + 1, dtype=np.int64)
+    dense[bins - bins[0]] = counts
+    return [int(bins[0]), *dense.tolist()]
 
 
 @dataclass(frozen=True)
@@ -226,11 +238,29 @@ def _array(value: Any, where: str) -> NDArray[np.float64]:
 
 
 def _pairs(value: Any, where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(bins, counts) with a count of a histogram written as ``_run`` does, or as a list of
+    [bin, count] pairs (the first profiles with a locality section)."""
     if not isinstance(value, list):
-        raise ProfileError(f"{where} must be a list of [bin, count] pairs")
+        raise ProfileError(f"{where} must be a list: [first bin, count, count, ...]")
+    if value and all(isinstance(v, list) for v in value):
+        return _old_pairs(value, where)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise ProfileError(f"{where} must be a list of integers >= 0: [first bin, count, "
+                           "count, ...]")
+    if not value:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    counts = np.asarray(value[1:], dtype=np.int64)
+    if value[0] + counts.size > N_BINS:
+        raise ProfileError(f"{where}: bins up to {value[0] + counts.size - 1} go beyond "
+                           f"2^{MAX_OCTAVES}")
+    bins = value[0] + np.flatnonzero(counts)
+    return bins.astype(np.int64), counts[counts > 0]
+
+
+def _old_pairs(value: list, where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     bins, counts = [], []
     for i, pair in enumerate(value):
-        if (not isinstance(pair, list) or len(pair) != 2
+        if (len(pair) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
                            for v in pair)):
             raise ProfileError(f"{where}[{i}] must be a [bin, count] pair of integers >= 0")
