@@ -21,6 +21,11 @@ leading zeros) and the bin inside it by comparing with the integer bounds of its
 (``locality.bin_bounds``, the one definition); no float logarithm per reference.
 ``joint_pass`` is the same pass, keeping instead the joint histogram of reuse-time bin and
 stack-distance bin per class (what ``workload.locality_order`` corrects its reuse times by).
+
+``shards_pass`` is SHARDS (spatially hashed sampling) with an exact window: every reference
+through a small exact LRU stack of the most recent keys (the same structures, over a table of
+the window's keys with backward-shift deletion), the sampled keys' references through a
+stack of their own (``shards_sample`` picks them, by a mixed hash).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["dense_ids", "joint_pass", "log_bin", "stack_pass"]
+__all__ = ["dense_ids", "joint_pass", "log_bin", "shards_pass", "shards_sample", "stack_pass"]
 
 _ONE = np.uint64(1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
