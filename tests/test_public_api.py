@@ -48,3 +48,16 @@ def test_the_readme_library_tour_runs(tmp_path):
                          text=True, cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "hottest shard" in res.stdout
+
+
+def test_diagnose_stays_callable_after_its_modules_are_imported():
+    """Importing ``hotshard.diagnose.engine`` binds the subpackage to ``hotshard.diagnose``; the
+    package is callable, so the public function still works (it did not, before)."""
+    code = ("import hotshard.diagnose.engine, hotshard\n"
+            "from hotshard import Observations\n"
+            f"prod = Observations.load({str(ROOT / 'examples/incident-production.json')!r})\n"
+            f"test = Observations.load({str(ROOT / 'examples/incident-loadtest.json')!r})\n"
+            "print(hotshard.diagnose(prod, test).ranking[0].cause)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "key-skew"

@@ -35,7 +35,7 @@ _LAZY = {
     "predict": "hotshard.shards.predict",
     "simulate": "hotshard.sim.model",
     "Observations": "hotshard.observations",
-    "diagnose": "hotshard.diagnose.engine",
+    "diagnose": "hotshard.diagnose",  # the subpackage, callable: see its docstring
 }
 
 __all__ = ["FitError", "HotshardError", "InputError", "Observations", "Profile",
@@ -47,7 +47,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'hotshard' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    loaded = import_module(module)
+    value = loaded if module == f"hotshard.{name}" else getattr(loaded, name)
     globals()[name] = value  # once loaded, a plain attribute
     return value
 
