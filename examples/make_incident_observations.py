@@ -80,7 +80,7 @@ def _rounded(value):
 
 def make(out_dir: Path, seed: int) -> dict[str, object]:
     from hotshard.observations import Observations
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.sim.scenarios import run_scenario
 
     profile = Profile.load(HERE / PROFILE_FILE)

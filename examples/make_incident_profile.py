@@ -61,7 +61,7 @@ from scipy.optimize import brentq
 from scipy.signal import lfilter
 
 from hotshard.profile.count import count_profile
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 
 # --- parameters: each value is a choice, and the comment says why ------------------------------
 
@@ -104,7 +104,7 @@ CHANNEL_ID_MAX = 1_000_000_000
 # once, but its history page is read by every viewer who opens the channel, reconnects (often,
 # on mobile) or scrolls back, and by VOD chat replay; new messages reach live viewers over
 # pub/sub, not this service. So reads dominate: 90% reads, 10% writes, the mix hotshard assumes
-# when a profile records none (hotshard.profile.model.DEFAULT_OPS), kept the same for every
+# when a profile records none (hotshard.profile.document.DEFAULT_OPS), kept the same for every
 # channel so that the read and write distributions have the overall shape.
 WRITE_FRACTION = 0.1
 OPERATIONS = ("read", "write")

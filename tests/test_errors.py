@@ -83,7 +83,7 @@ def test_every_error_inherits_a_builtin_too(name):
     ("hotshard.service.supervisor", "ShardError"),
     ("hotshard.service.supervisor", "ShardTimeout"),
     ("hotshard.service.supervisor", "ShardUnavailable"),
-    ("hotshard.service.load", "LoadError"),
+    ("hotshard.service.bulk_load", "LoadError"),
     ("hotshard.cluster.resp", "RespError"),
     ("hotshard.cluster.resp", "NodeUnreachable"),
     ("hotshard.cluster.resp", "NodeLoading"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from tests.conftest import ROOT, run_cli
 
 EXAMPLES = ROOT / "examples"

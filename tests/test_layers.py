@@ -107,8 +107,8 @@ def test_no_two_packages_import_each_other():
     ("def f():\n    import hotshard.cli\n", "cli"),
     ("from hotshard import shards\n", "shards"),
     ("from ..shards import partitioners\n", "shards"),
-    ("importlib.import_module('hotshard.sim.model')\n", "sim"),
-    ("LAZY = {'simulate': 'hotshard.sim.model'}\n", "sim"),
+    ("importlib.import_module('hotshard.sim.system')\n", "sim"),
+    ("LAZY = {'simulate': 'hotshard.sim.system'}\n", "sim"),
     ("cmd = [sys.executable, '-m', 'hotshard', 'serve']\n", "__main__"),
     ("cmd = [sys.executable, '-m', 'hotshard.service.launch']\n", "service"),
 ])

@@ -25,7 +25,7 @@ import pytest
 
 from hotshard.errors import ObservationsError, ProfileError
 from hotshard.observations import Observations
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 
 ROOT = Path(__file__).resolve().parents[1]
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -183,8 +183,8 @@ def _full_observations() -> dict:
 def simulated() -> dict:
     """Observations as simulate writes them, from the packaged incident profile."""
     from hotshard.sim.arrivals import PoissonArrivals
-    from hotshard.sim.model import ServiceModel, simulate
-    from hotshard.sim.service import Exponential
+    from hotshard.sim.service_times import Exponential
+    from hotshard.sim.system import ServiceModel, simulate
     from hotshard.workload.profile_sampler import from_profile
 
     profile = Profile.load(ROOT / "src" / "hotshard" / "data" / "incident.profile.json")

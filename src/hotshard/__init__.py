@@ -6,7 +6,7 @@ The library's front door, in the order of the loop (docs/ARCHITECTURE.md)::
 
     profile = hotshard.count_profile(["events.parquet"], key="channel_id")   # counts only
     sampler = hotshard.from_profile(profile)                # keys with production's skew
-    kafka = hotshard.make_partitioner("kafka", 64)          # the store's own placement
+    kafka = hotshard.partitioner_for("kafka", 64, integer_keys=profile.integer_keys)
     prediction = hotshard.predict(profile, kafka, rps=3000) # the hot shard, exactly
     run = hotshard.simulate(sampler, rps=3000, duration=600)  # latency and CPU per shard
     verdict = hotshard.diagnose(hotshard.Observations.load("prod.json"))
@@ -28,19 +28,20 @@ __version__ = "0.1.0"
 
 # name -> module that defines it: the public API, loaded lazily
 _LAZY = {
-    "Profile": "hotshard.profile.model",
+    "Profile": "hotshard.profile.document",
     "count_profile": "hotshard.profile.count",
     "from_profile": "hotshard.workload.profile_sampler",
     "make_partitioner": "hotshard.shards.partitioners",
+    "partitioner_for": "hotshard.shards.partitioners",
     "predict": "hotshard.shards.predict",
-    "simulate": "hotshard.sim.model",
+    "simulate": "hotshard.sim.system",
     "Observations": "hotshard.observations",
     "diagnose": "hotshard.diagnose",  # the subpackage, callable: see its docstring
 }
 
 __all__ = ["FitError", "HotshardError", "InputError", "Observations", "Profile",
            "__version__", "count_profile", "diagnose", "from_profile", "make_partitioner",
-           "predict", "simulate"]
+           "partitioner_for", "predict", "simulate"]
 
 
 def __getattr__(name: str) -> Any:

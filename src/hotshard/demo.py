@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hotshard._format import pct
 from hotshard.errors import HotshardError
 from hotshard.observations import Observations
 
@@ -185,7 +186,7 @@ def _run_table(runs: list[Observations]) -> str:
         median = float(np.median(cpu)) if cpu else 0.0
         ratio = max(cpu) / median if median > 0 else float("nan")
         p99 = obs.latency_ms.p99 if obs.latency_ms and obs.latency_ms.p99 is not None else None
-        rows.append(f"{obs.label:34}" + "".join(f"{c:>9.0%}" for c in cpu)
+        rows.append(f"{obs.label:34}" + "".join(f"{pct(c):>9}" for c in cpu)
                     + f"{ratio:>11.1f}x" + (f"{p99:>7.0f}ms" if p99 is not None else ""))
     req = ["requests " + ", ".join(f"{s.requests or 0:,}" for s in o.shards) for o in runs]
     return "\n".join(rows + ["", "CPU of each shard process over the run (from /stats); "
@@ -234,14 +235,14 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
         ordered = np.sort(counts[counts > 0])[::-1]
         say(f"{ordered.size:,} chat channels with messages, {n_events:,} messages (per-channel "
             f"counts ~ power law alpha {s.alpha}; one channel hosts an event and carries "
-            f"{ordered[0] / n_events:.0%} alone; the top 1% of channels carry "
-            f"{ordered[: max(1, ordered.size // 100)].sum() / n_events:.0%}).")
-        say(f"Uniform keys would give each channel {1 / s.channels:.4%}.")
+            f"{pct(ordered[0] / n_events)} alone; the top 1% of channels carry "
+            f"{pct(ordered[: max(1, ordered.size // 100)].sum() / n_events)}).")
+        say(f"Uniform keys would give each channel {pct(1 / s.channels)}.")
 
         # 2
         step(2, "Profile it (counts per key only: no content, no user ids)")
         from hotshard.profile.count import count_profile
-        from hotshard.profile.inspect import summarize
+        from hotshard.profile.summary import summarize
         from hotshard.render import profile_summary
 
         profile = count_profile([str(trace)], key="channel_id", op="op", top_k=200)
@@ -283,10 +284,10 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
                             "production-like (profile keys)", seed + 3, say)
             say(_run_table([uniform, skewed]))
             hot_id, hot_share = _hottest_share(skewed)
-            say(f"Shard {hot_id} served {hot_share:.0%} of the profile run's requests; "
+            say(f"Shard {hot_id} served {pct(hot_share)} of the profile run's requests; "
                 f"predict said shard {prediction.hottest} would carry "
-                f"{prediction.shares.max():.0%}. Uniform keys put "
-                f"{_hottest_share(uniform)[1]:.0%} on the busiest shard: the test looks fine.")
+                f"{pct(prediction.shares.max())}. Uniform keys put "
+                f"{pct(_hottest_share(uniform)[1])} on the busiest shard: the test looks fine.")
             say(LIVE_LATENCY_NOTE)
 
             # 7
@@ -308,9 +309,9 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
             say(_run_table([skewed, mitigated]))
             hot = max(range(len(skewed.shards)), key=lambda i: skewed.shards[i].cpu or 0)
             now = max(range(len(mitigated.shards)), key=lambda i: mitigated.shards[i].cpu or 0)
-            say(f"The hot shard {skewed.shards[hot].id} went from {skewed.shards[hot].cpu:.0%} "
-                f"to {mitigated.shards[hot].cpu:.0%} CPU on the same requests; the busiest "
-                f"shard is now {mitigated.shards[now].id} at {mitigated.shards[now].cpu:.0%}.")
+            say(f"The hot shard {skewed.shards[hot].id} went from {pct(skewed.shards[hot].cpu)} "
+                f"to {pct(mitigated.shards[hot].cpu)} CPU on the same requests; the busiest "
+                f"shard is now {mitigated.shards[now].id} at {pct(mitigated.shards[now].cpu)}.")
 
         # 9
         step(9, "Write the report")
@@ -360,7 +361,7 @@ def _simulate_text(seed: int, seconds: float) -> str:
         obs = run_scenario(name, duration=seconds, seed=seed).to_observations()
         cpu = sorted(s.cpu for s in obs.shards)
         lat = obs.latency_ms
-        rows.append(f"{name:24}{obs.rate_rps:>7,.0f}{cpu[-1]:>13.0%}{cpu[len(cpu) // 2]:>12.0%}"
+        rows.append(f"{name:24}{obs.rate_rps:>7,.0f}{pct(cpu[-1]):>13}{pct(cpu[len(cpu) // 2]):>12}"
                     f"{lat.p50:>7.1f}ms{lat.p99:>8.0f}ms")
     rows += ["", f"({seconds / 60:g} simulated minutes each; `hotshard simulate --scenario NAME` "
                  "for the full hour)"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass, fields, replace
 from numbers import Integral
 from typing import Any
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 
 __all__ = ["DEFAULT_BUCKET_MS", "DEFAULT_HOT_SHARE", "MODEL_FIELDS", "Mitigations"]
@@ -194,7 +195,7 @@ class Mitigations:
             parts.append(f"reads spread over {self.replicas} replicas per shard (the primary "
                          f"and {self.replicas - 1} more)")
         if self.cache_hit > 0:
-            parts.append(f"{self.cache_hit:.0%} of the top {self.hot_keys} keys' reads hit a "
+            parts.append(f"{pct(self.cache_hit)} of the top {self.hot_keys} keys' reads hit a "
                          "local cache")
         if self.cache_ttl_s > 0:
             parts.append(f"hot keys' reads cached for {self.cache_ttl_s:g} s")

@@ -200,7 +200,7 @@ _ORDER_TEXT = {"locality": " in production's order",
 
 def simulation_summary(result) -> str:
     """`hotshard simulate`: latency percentiles, the hottest shards against the median one."""
-    from hotshard.workload.scenario import format_duration
+    from hotshard.workload.timing import format_duration
 
     m, w = result.model, result.mitigations
 

@@ -198,7 +198,7 @@ def test_a_test_profile_with_a_small_head_is_not_failed_for_it(tmp_path, web07):
 def test_pseudonymized_production_and_a_test_generated_from_it(tmp_path):
     from hotshard.cli import main
     from hotshard.compare.check import profile_test
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
 
     secret = tmp_path / "secret"
     secret.write_bytes(b"0123456789abcdef0123456789abcdef")

@@ -16,7 +16,7 @@ import pytest
 from hotshard.compare.diff import DRIFT_SE, diff, diff_table, outside_bound
 from hotshard.errors import InputError
 from hotshard.profile.count import count_profile
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from tests.conftest import shared, trace_profile
 
 K = 500  # both traces' head size

@@ -20,7 +20,7 @@ from hotshard.diagnose.engine import diagnose
 from hotshard.diagnose.evidence import BAND_FALSE_ALARM, load_spread
 from hotshard.observations import Observations
 from hotshard.profile.count import count_profile
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.profile.shape import profile_shape
 from tests.conftest import ROOT, trace_profile
 

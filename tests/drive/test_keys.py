@@ -12,7 +12,7 @@ PROFILE = str(ROOT / "examples" / "incident.profile.json")
 
 
 def test_write_bodies_follow_the_profiles_size_quantiles():
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
 
     quantiles = Profile.load(PROFILE).sizes["quantiles"]
     keys = load_keys(PROFILE, seed=3)

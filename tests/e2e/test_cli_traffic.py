@@ -242,7 +242,7 @@ def test_verify_refuses_every_option_it_would_ignore(tmp_path, web07_path):
 
 
 def test_event_keys_with_colons_and_out_of_range_integers(tmp_path, web07_path):
-    from hotshard.workload.scenario import parse_event
+    from hotshard.workload.timing import parse_event
 
     assert parse_event("channel:4711:0.4:10m:40m").key == "channel:4711"
     res = run_cli("generate", "--dist", "zipf:1.1:1e6", "--events", "1000", "--event",

@@ -10,7 +10,7 @@ import pytest
 
 from hotshard.errors import InputError
 from hotshard.profile.count import count_profile
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from tests.conftest import shared
 
 TRACES = ["web07", "web12", "orm-busy", "scarab-recs", "corda-vault"]

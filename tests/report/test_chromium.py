@@ -93,7 +93,7 @@ def report(tmp_path_factory) -> Path:
     """The incident's report: load test, production, mitigated (20 simulated s each), the
     incident profile, and the diagnosis engine's verdict."""
     from hotshard.diagnose.engine import diagnose
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.report.html import write_report
     from hotshard.report.runs import assign_roles
     from hotshard.sim.scenarios import run_scenario

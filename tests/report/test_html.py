@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from hotshard._format import pct, times
-from hotshard.diagnose.model import Diagnosis, Finding, Recommendation
+from hotshard.diagnose.findings import Diagnosis, Finding, Recommendation
 from hotshard.errors import InputError
 from hotshard.observations import Latency, Observations, ShardObservation
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.report.html import SECTIONS, build_report, check_report_path, write_report
 from hotshard.report.runs import assign_roles, mitigations_of
 

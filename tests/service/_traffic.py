@@ -203,7 +203,7 @@ def send_traffic(url: str, keys: Sequence[str], *, rate: float, read_share: floa
 
 def profile_keys(profile: str | Path, n: int, seed: int) -> list[str]:
     """``n`` channel ids drawn from a profile with hotshard's own sampler."""
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.workload.profile_sampler import from_profile
 
     sampler = from_profile(Profile.load(profile))

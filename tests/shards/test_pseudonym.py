@@ -72,7 +72,7 @@ def test_loaded_pseudonymized_profile_needs_head_shards(pair):
     doc = json.loads(hidden.to_json())
     for rec in doc["placement"].values():
         rec.pop("head_shards")
-    from hotshard.profile.model import Profile, ProfileError
+    from hotshard.profile.document import Profile, ProfileError
 
     with pytest.raises(ProfileError, match="head_shards is missing"):
         Profile.from_dict(doc)

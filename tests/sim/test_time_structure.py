@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hotshard.profile.count import count_profile
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.sim.cache import lru_hits
 from tests.conftest import ROOT, run_cli, shared
 
@@ -61,8 +61,8 @@ def test_the_incident_profiles_arrivals_are_replayed_in_real_time():
 
 
 def test_keys_in_productions_order_warm_a_cache_as_production_did(tmp_path):
-    from hotshard.sim.model import ServiceModel, simulate
     from hotshard.sim.scenarios import prepare
+    from hotshard.sim.system import ServiceModel, simulate
 
     profile = count_profile([str(shared("traces", "web07.parquet"))], key="key")
     path = tmp_path / "web07.json"

@@ -29,7 +29,7 @@ from hotshard.workload.messages import (
     format_note,
     write_events,
 )
-from hotshard.workload.scenario import Arrivals
+from hotshard.workload.timing import Arrivals
 from tests.conftest import trace_profile
 
 # keys a CSV or JSON encoder must take care of, and some that need nothing

@@ -10,7 +10,7 @@ from hotshard.profile.fit import fit_power_law
 from hotshard.workload.generate import parse_dist, plan_workload, verify_file
 from hotshard.workload.messages import make_chunk, write_events
 from hotshard.workload.profile_sampler import op_mix_by_key
-from hotshard.workload.scenario import Arrivals, parse_event
+from hotshard.workload.timing import Arrivals, parse_event
 from tests.conftest import shared, trace_profile
 
 
@@ -216,7 +216,7 @@ def test_op_mix_rows_are_distributions():
     ("5m33s", 333), ("1.5h", 5400),
 ])
 def test_durations_read_as_they_are_printed(text, seconds):
-    from hotshard.workload.scenario import format_duration, parse_duration
+    from hotshard.workload.timing import format_duration, parse_duration
 
     assert parse_duration(text) == seconds
     assert parse_duration(format_duration(seconds)) == seconds  # what we print reads back
@@ -224,14 +224,14 @@ def test_durations_read_as_they_are_printed(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "m", "1x", "1m2", "30s1m2", "-1s", "abc"])
 def test_malformed_durations_are_refused(text):
-    from hotshard.workload.scenario import parse_duration
+    from hotshard.workload.timing import parse_duration
 
     with pytest.raises(InputError, match="not a duration"):
         parse_duration(text)
 
 
 def test_long_durations_print_every_unit():
-    from hotshard.workload.scenario import format_duration
+    from hotshard.workload.timing import format_duration
 
     assert format_duration(93780) == "1d2h3m"
 

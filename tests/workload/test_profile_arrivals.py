@@ -194,7 +194,7 @@ def test_drive_refuses_profile_arrivals_without_them(tmp_path):
 
 
 def test_poisson_timestamps_are_poisson_for_any_split():
-    from hotshard.workload.scenario import Arrivals
+    from hotshard.workload.timing import Arrivals
 
     arrivals = Arrivals(1000.0, events=600_000, seed=7)
     rows = np.arange(600_000, dtype=np.int64)

@@ -59,7 +59,7 @@ class Seconds(click.ParamType):
         if isinstance(value, float):
             return value
         from hotshard.errors import HotshardError
-        from hotshard.workload.scenario import parse_duration
+        from hotshard.workload.timing import parse_duration
 
         try:
             seconds = parse_duration(value)
@@ -77,7 +77,7 @@ class HotEventSpec(click.ParamType):
 
     def convert(self, value, param, ctx):
         from hotshard.errors import HotshardError
-        from hotshard.workload.scenario import HotEvent, parse_event
+        from hotshard.workload.timing import HotEvent, parse_event
 
         if isinstance(value, HotEvent):
             return value

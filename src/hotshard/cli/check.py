@@ -120,7 +120,7 @@ def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_t
          allow_disjoint, as_json, cache_size, layout):
     from hotshard.compare.check import Thresholds, profile_test
     from hotshard.compare.check import check as run_check
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
 
     production = Profile.load(production_path)
     limits = Thresholds().updated(dict(thresholds))

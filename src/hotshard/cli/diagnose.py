@@ -39,7 +39,7 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, as_jso
     from hotshard.diagnose.engine import diagnose as run_diagnose
     from hotshard.diagnose.text import diagnosis_text
     from hotshard.observations import Observations
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
 
     production, dropped = Observations.load_salvaged(observations_path)
     problems = [f"{observations_path}: {p}" for p in dropped]

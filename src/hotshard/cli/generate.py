@@ -107,7 +107,7 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
       hotshard generate profile.json --events 1e6 --seed 1 --format k6 -o keys.json
       hotshard generate profile.json --events 1e6 --seed 1 --format csv-feeder -o keys.csv
     """
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
 
     if verify:
         if len(args) != 2:

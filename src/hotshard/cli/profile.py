@@ -6,6 +6,7 @@ import json
 
 import click
 
+from hotshard._format import pct
 from hotshard.cli._console import ProgressBar
 from hotshard.cli._options import KEY_TYPE_CHOICE, KEY_TYPE_RULE, PARTITIONER_CHOICE
 
@@ -116,7 +117,7 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
             else "tail: histogram only (no power-law fit)")
     head_share = float(result.head_counts.sum()) / result.events
     click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
-               f"head {len(result.head_keys)} keys ({head_share:.1%} of events); {tail}")
+               f"head {len(result.head_keys)} keys ({pct(head_share)} of events); {tail}")
     if engine == "spark" and not counts and (locality or time_col):
         note("no locality, arrivals or timelines sections: the spark engine reads rows in no "
              "defined order (profile with the duckdb engine to measure them)")
@@ -135,8 +136,8 @@ def inspect(profile_path, as_json, plot):
     and warnings (for instance when the keys have no semantic hot spot, so uniform synthetic
     keys would be fine). --plot draws the rank-frequency curve with the head and fitted tail.
     """
-    from hotshard.profile.inspect import summarize
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
+    from hotshard.profile.summary import summarize
     from hotshard.render import profile_summary
 
     if plot:

@@ -56,7 +56,7 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
         problems += [f"{path}: {p}" for p in dropped]
     profile = None
     if profile_path:
-        from hotshard.profile.model import Profile
+        from hotshard.profile.document import Profile
 
         profile = Profile.load(profile_path)
     roles = assign_roles(runs)  # one rule for the roles: the report's and the diagnosis'

@@ -114,7 +114,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
       hotshard predict profile.json -p kafka -n 64 --split-hot 10:8 --replicas 3
     """
     from hotshard.mitigations import Mitigations
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.render import prediction_summary
     from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict as run_predict

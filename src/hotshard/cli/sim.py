@@ -6,6 +6,7 @@ import json
 
 import click
 
+from hotshard._format import pct
 from hotshard.cli._console import note
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
@@ -162,8 +163,8 @@ def _resolve(scenario, given, values) -> dict:
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
          seed, label):
-    from hotshard.sim.model import simulate
     from hotshard.sim.scenarios import prepare
+    from hotshard.sim.system import simulate
 
     ready = prepare({**options, "cache_size": cache_size, "hit_ms": hit_ms,
                      "cache_hit": cache_hit, "hot_keys": hot_keys})
@@ -182,12 +183,12 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
             options["duration"] = arrivals.duration
     op_mix = ready.op_mix
     if read_share is None:
-        from hotshard.profile.model import DEFAULT_OPS
+        from hotshard.profile.document import DEFAULT_OPS
 
         read_share = DEFAULT_OPS["read"]
         if op_mix is not None and "read" not in op_mix[0]:
             note(f"the profile's operations are {', '.join(op_mix[0])}, none named 'read': "
-                 f"reads taken as {read_share:.0%} of requests (--read-share sets it)")
+                 f"reads taken as {pct(read_share)} of requests (--read-share sets it)")
     else:
         op_mix = None  # the user's share replaces the profile's
     _check_events(hot_events, options["duration"])
@@ -199,7 +200,7 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
 
 def _check_events(events, duration) -> None:
     """Events must fit the window and, at any moment, together take at most all traffic."""
-    from hotshard.workload.scenario import check_overlaps, format_duration
+    from hotshard.workload.timing import check_overlaps, format_duration
 
     check_overlaps(tuple(events))
     for event in events:

@@ -22,7 +22,7 @@ import numpy as np
 
 from hotshard._format import pct, times
 from hotshard.errors import InputError
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.profile.shape import ProfileShape, profile_shape
 
 __all__ = ["Check", "CheckReport", "Thresholds", "check", "comparable_head_keys",

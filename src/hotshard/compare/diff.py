@@ -25,7 +25,7 @@ import numpy as np
 
 from hotshard._format import pct, pp, times
 from hotshard.errors import InputError
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 
 if TYPE_CHECKING:
     from hotshard.shards.partitioners import Partitioner

@@ -10,7 +10,7 @@ working whatever was imported before.
 import sys
 import types
 
-from hotshard.diagnose.model import CAUSES, VERDICTS, Diagnosis, Finding, Recommendation
+from hotshard.diagnose.findings import CAUSES, VERDICTS, Diagnosis, Finding, Recommendation
 
 __all__ = ["CAUSES", "VERDICTS", "Diagnosis", "Finding", "Recommendation"]
 

@@ -22,9 +22,9 @@ from hotshard.diagnose.evidence import (
     rate_of,
     uniform_cache_hit,
 )
-from hotshard.diagnose.model import Finding
+from hotshard.diagnose.findings import Finding
 from hotshard.observations import Observations
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.profile.shape import ProfileShape
 
 __all__ = ["JUDGES", "Evidence", "TYPICAL_CROSS_ZONE_RTT_MS", "finding_numbers"]

@@ -14,10 +14,10 @@ from dataclasses import replace
 from hotshard._format import count, pct, rps, times
 from hotshard.diagnose.causes import JUDGES, Evidence, finding_numbers
 from hotshard.diagnose.evidence import cost_spread, load_spread, rate_of
-from hotshard.diagnose.model import Diagnosis, Recommendation
+from hotshard.diagnose.findings import Diagnosis, Recommendation
 from hotshard.errors import InputError
 from hotshard.observations import Observations
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.profile.shape import profile_shape
 
 __all__ = ["DEFAULT_PARTITIONER", "diagnose"]

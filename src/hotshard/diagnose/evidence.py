@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import norm
 
 from hotshard.observations import Observations, ShardObservation
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 
 __all__ = ["BAND_FALSE_ALARM", "CostSpread", "LoadSpread", "cost_ratios", "cost_spread",
            "load_spread", "rate_of", "uniform_cache_hit"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from hotshard.diagnose.model import Diagnosis
+from hotshard.diagnose.findings import Diagnosis
 
 __all__ = ["diagnosis_text"]
 

@@ -151,7 +151,7 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None,
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("keys must be a profile file or a distribution such as uniform:1e6")
     if os.path.exists(spec) or spec.endswith(".json"):
-        from hotshard.profile.model import Profile
+        from hotshard.profile.document import Profile
         from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
 
         profile = Profile.load(spec)

@@ -137,7 +137,7 @@ _ARRIVAL_MODELS: dict[str, Any] = {}
 def _profile_arrivals(keys: str) -> Any:
     """The arrivals section of the profile ``keys`` names (read once per process)."""
     if keys not in _ARRIVAL_MODELS:
-        from hotshard.profile.model import Profile
+        from hotshard.profile.document import Profile
 
         if not keys.endswith(".json"):
             raise InputError("--arrivals profile takes its shape from a profile: give --keys "

@@ -20,8 +20,8 @@ import numpy as np
 
 from hotshard.errors import FitError, InputError
 from hotshard.profile.arrivals import ArrivalModel
+from hotshard.profile.document import KeyDistribution, Profile, bin_tail
 from hotshard.profile.locality import Locality
-from hotshard.profile.model import KeyDistribution, Profile, bin_tail
 from hotshard.profile.placement import PlacementRecord, Placer
 from hotshard.profile.timelines import Timelines
 

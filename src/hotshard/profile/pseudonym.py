@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from hotshard._files import require_file
 from hotshard.errors import InputError
-from hotshard.profile.model import KeyDistribution, Profile
+from hotshard.profile.document import KeyDistribution, Profile
 from hotshard.profile.placement import PlacementRecord, Placer
 
 __all__ = ["pseudonym", "pseudonymize", "read_secret"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hotshard.profile.inspect import NEAR_UNIFORM_TOP1PCT_RATIO, summarize
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
+from hotshard.profile.summary import NEAR_UNIFORM_TOP1PCT_RATIO, summarize
 
 __all__ = ["NEAR_UNIFORM_MAX_FACTOR", "ProfileShape", "profile_shape", "uuid_like"]
 

@@ -35,8 +35,8 @@ from hotshard.report.runs import (
 )
 
 if TYPE_CHECKING:
-    from hotshard.diagnose.model import Diagnosis
-    from hotshard.profile.model import Profile
+    from hotshard.diagnose.findings import Diagnosis
+    from hotshard.profile.document import Profile
     from hotshard.shards.predict import Prediction
 
 __all__ = ["SECTIONS", "build_report", "check_report_path", "write_report"]
@@ -179,7 +179,7 @@ def _profile_section(page: _Page, profile: Profile | None) -> str:
     if profile is None:
         return _note("No profile given, so there is no rank-frequency plot and no predicted "
                      "per-shard load; give the profile of production's keys to see both.")
-    from hotshard.profile.inspect import summarize
+    from hotshard.profile.summary import summarize
     from hotshard.report.rank_frequency import rank_frequency_figure
 
     s = summarize(profile)

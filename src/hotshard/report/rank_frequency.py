@@ -10,7 +10,7 @@ import numpy as np
 
 from hotshard._atomic import atomic_write, check_writable
 from hotshard.errors import InputError
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from hotshard.mitigations import Mitigations
 from hotshard.observations import Observations
 
 if TYPE_CHECKING:
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.shards.predict import Prediction
 
 __all__ = ["Layout", "Roles", "RunSummary", "ShardLoad", "assign_roles", "mitigations_of",

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -67,7 +68,12 @@ def launched(data_dir: Path | str, *, shards: int, partitioner: str, cost_ms: fl
                                 env={**os.environ, "PYTHONUNBUFFERED": "1",
                                      "HOTSHARD_ADMIN_TOKEN": token})
     try:
-        url = proc.stdout.readline().strip()  # the URL, once the load is done and it listens
+        # the URL, once the load is done and it listens; a start that hangs is stopped
+        ready, _, _ = select.select([proc.stdout], [], [], START_TIMEOUT_S)
+        if not ready:
+            raise InputError(f"the service printed no URL within {START_TIMEOUT_S:.0f} s; "
+                             f"see {log_path}")
+        url = proc.stdout.readline().strip()
         if not url.startswith("http"):
             proc.wait(timeout=15)
             tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or [

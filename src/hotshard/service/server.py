@@ -9,7 +9,7 @@ caller learns which.
 
 A start that fails before it serves leaves the data directory as it found it: a directory it
 created is removed; in one that existed, the files it added (databases, logs, the layout
-record, the lock) are removed, and a load is all-or-nothing (``hotshard.service.load``). A stop
+record, the lock) are removed, and a load is all-or-nothing (``hotshard.service.bulk_load``). A stop
 (Ctrl-C, SIGTERM) during the load is such a failure, told apart: ``serve`` raises
 ``LoadInterrupted``, whose message says how far the load got, that nothing of it was kept and
 how many messages the directory holds. What it creates is its owner's alone: the directory
@@ -340,7 +340,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
                            max_body_bytes=config.max_body_bytes,
                            shard_timeout_s=config.shard_timeout_s)
         if config.load:
-            from hotshard.service.load import load_messages
+            from hotshard.service.bulk_load import load_messages
 
             result = await load_messages(chat, config.load, progress=on_progress,
                                          total=load_rows)
@@ -383,7 +383,7 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
         raise InputError("append applies to a load: give the file to load too")
     rows = None
     if config.load:
-        from hotshard.service.load import check_loadable
+        from hotshard.service.bulk_load import check_loadable
 
         rows = check_loadable(config.load)  # a wrong file fails before anything starts
     sock = bind(config.host, config.port)  # a port in use fails before the data dir is made

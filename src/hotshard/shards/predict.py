@@ -32,9 +32,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
-from hotshard.profile.model import DEFAULT_OPS, Profile
+from hotshard.profile.document import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
 
 __all__ = ["Prediction", "head_shards", "predict", "sub_key_shards", "tail_placement"]
@@ -219,7 +220,7 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
     if effective.coalesce:
         described["coalesced_share"] = merged
         described["notes"].append(
-            f"coalescing merges at least {merged:.1%} of all requests (reads counted as merged "
+            f"coalescing merges at least {pct(merged)} of all requests (reads counted as merged "
             "only while one is in service, 1/capacity; queueing merges more)")
     return replace(result, after=after, whatif=described)
 

@@ -518,7 +518,7 @@ def _period(text: str) -> float:
             return float(t[:-2]) * 1e-3
         except ValueError:
             raise InputError(f"mean_period must be a duration, got {text!r}") from None
-    from hotshard.workload.scenario import parse_duration
+    from hotshard.workload.timing import parse_duration
 
     return parse_duration(t)
 

@@ -185,9 +185,9 @@ def prepare(options: dict) -> Prepared:
     timelines; a profile without them is simulated with independent keys (and Poisson
     arrivals unless told), and a note says so."""
     from hotshard.mitigations import Mitigations
-    from hotshard.profile.model import Profile
-    from hotshard.sim.model import ServiceModel
-    from hotshard.sim.service import parse_service
+    from hotshard.profile.document import Profile
+    from hotshard.sim.service_times import parse_service
+    from hotshard.sim.system import ServiceModel
     from hotshard.workload.generate import parse_dist
     from hotshard.workload.profile_sampler import from_profile, op_mix_by_key
 
@@ -229,7 +229,7 @@ def prepare(options: dict) -> Prepared:
 
 def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
     """Simulate scenario ``name`` (optionally over a shorter ``duration``) -> SimResult."""
-    from hotshard.sim.model import simulate
+    from hotshard.sim.system import simulate
 
     options = dict(scenario(name).options)
     if options.get("profile"):

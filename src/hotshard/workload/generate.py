@@ -13,12 +13,12 @@ import numpy as np
 
 from hotshard.errors import InputError
 from hotshard.profile import keys_look_integer
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS
 from hotshard.workload import sampler as samplers
 from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, GenerationPlan, op_shares_of
 from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_mix_by_key
-from hotshard.workload.scenario import Arrivals, HotEvent, check_overlaps, format_duration
+from hotshard.workload.timing import Arrivals, HotEvent, check_overlaps, format_duration
 
 __all__ = ["ARRIVAL_PROCESSES", "ORDERS", "VerifyReport", "parse_dist", "plan_workload",
            "verify_file"]

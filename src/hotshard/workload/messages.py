@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hotshard.errors import InputError
-from hotshard.profile.model import DEFAULT_OPS
+from hotshard.profile.document import DEFAULT_OPS
 from hotshard.workload import DEFAULT_USERS, FORMATS
-from hotshard.workload.scenario import Arrivals, HotEvent
+from hotshard.workload.timing import Arrivals, HotEvent
 
 __all__ = ["DEFAULT_SIZE_QUANTILES", "FORMATS", "GenerationPlan", "check_disk_space",
            "format_for_path", "format_note", "message_sizes", "write_events"]

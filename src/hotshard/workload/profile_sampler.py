@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
-from hotshard.profile.model import BINS_PER_DECADE, EXACT_LIMIT, KeyDistribution, Profile
+from hotshard.profile.document import BINS_PER_DECADE, EXACT_LIMIT, KeyDistribution, Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
 from hotshard.workload import TAIL_MODES
 from hotshard.workload.placed_tail import PlacedTail, place_tail

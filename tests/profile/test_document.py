@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from hotshard.profile.model import FORMAT, Profile, ProfileError
+from hotshard.profile.document import FORMAT, Profile, ProfileError
 
 
 @pytest.fixture(scope="module")

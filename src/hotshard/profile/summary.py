@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from hotshard._format import pct
-from hotshard.profile.model import Profile
+from hotshard.profile.document import Profile
 
 __all__ = ["ProfileSummary", "summarize"]
 

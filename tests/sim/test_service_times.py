@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hotshard.errors import InputError
-from hotshard.sim.service import (
+from hotshard.sim.service_times import (
     Deterministic,
     Empirical,
     Exponential,

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._format import pct
 from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.observations import Observations, ShardObservation
 from hotshard.sim.arrivals import ArrivalProcess, PoissonArrivals
-from hotshard.sim.service import Exponential, ServiceTime
+from hotshard.sim.service_times import Exponential, ServiceTime
 
 __all__ = ["ServiceModel", "SimResult", "simulate"]
 
@@ -102,7 +103,7 @@ class SimResult:
     mitigations: Mitigations
     seed: int | None
     reads: str = ""  # how reads were chosen: by key from the profile, or a flat share
-    events: tuple = ()  # the big events applied (workload.scenario.HotEvent)
+    events: tuple = ()  # the big events applied (workload.timing.HotEvent)
     key_order: str = "irm"  # locality: the keys came in production's order
 
     def percentiles(self) -> dict[str, float]:
@@ -186,7 +187,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     mitigations : hot-key mitigations (default: none).
     read_share : share of reads when ``op_mix`` is not given.
     op_mix : ``profile_sampler.op_mix_by_key`` output (read/write given the key), optional.
-    hot_events : ``workload.scenario.HotEvent`` overlays (a channel taking a share of traffic).
+    hot_events : ``workload.timing.HotEvent`` overlays (a channel taking a share of traffic).
     rng : seed or Generator: same seed, same result.
     partitioner : a built partitioner; default ``partitioner_for(model.partitioner, shards)``.
     key_order : ``(arrival times, duration, seed) -> key positions`` with a ``name``
@@ -236,7 +237,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         positions = np.asarray(sampler.sample(n, gen), dtype=np.int64)
     by_key = op_mix is not None and "read" in op_mix[0]
     is_read = _reads(positions, n, read_share, op_mix if by_key else None, gen)
-    reads = "by key, from the profile's operations" if by_key else f"{read_share:.0%} of requests"
+    reads = "by key, from the profile's operations" if by_key else f"{pct(read_share)} of requests"
     shard = place.shards(positions)
     key_id = positions.copy()
     if hot_events:

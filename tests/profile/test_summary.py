@@ -2,7 +2,7 @@
 
 import json
 
-from hotshard.profile.inspect import summarize
+from hotshard.profile.summary import summarize
 from tests.conftest import trace_profile
 
 
@@ -33,7 +33,7 @@ def test_json_is_strict_when_the_uniform_ratio_is_undefined(tmp_path):
 
 
 def test_plot_without_the_tail_size_draws_the_data(tmp_path, web07_profile):
-    from hotshard.profile.model import Profile
+    from hotshard.profile.document import Profile
     from hotshard.report.rank_frequency import plot_rank_frequency
 
     doc = web07_profile.to_dict()

@@ -8,8 +8,8 @@ import pytest
 from hotshard.errors import InputError
 from hotshard.mitigations import Mitigations
 from hotshard.sim.arrivals import PoissonArrivals
-from hotshard.sim.model import ServiceModel, simulate
-from hotshard.sim.service import Exponential
+from hotshard.sim.service_times import Exponential
+from hotshard.sim.system import ServiceModel, simulate
 from hotshard.workload import sampler as samplers
 from hotshard.workload.profile_sampler import from_profile
 
@@ -114,6 +114,6 @@ def test_bad_models():
 
 
 def _event(key, share):
-    from hotshard.workload.scenario import HotEvent
+    from hotshard.workload.timing import HotEvent
 
     return HotEvent(str(key), share, 0.0, 1e9)
