@@ -21,7 +21,7 @@ from hotshard.service.hotkeys import SlidingHotKeys
 from hotshard.service.mitigations import for_service
 from hotshard.service.router import Router, check_channel
 from hotshard.service.split import SplitPlan, SplitRegistry
-from hotshard.service.stats import LatencyHistogram, WindowedLatency
+from hotshard.service.stats import BucketHistogram, LatencyHistogram, WindowedLatency
 from hotshard.service.store import (
     DEFAULT_MAX_BODY_BYTES,
     MAX_ID,
@@ -74,6 +74,7 @@ class ShardCounters:
     coalesced: int = 0
     latency: WindowedLatency = field(default_factory=WindowedLatency)
     hop: LatencyHistogram = field(default_factory=LatencyHistogram)
+    since_start: BucketHistogram = field(default_factory=BucketHistogram)  # /metrics' histogram
 
 
 class ChatService:
@@ -188,6 +189,7 @@ class ChatService:
             raise
         elapsed = time.perf_counter() - started
         counters.latency.record(elapsed)
+        counters.since_start.record(elapsed)
         counters.hop.record(max(0.0, elapsed - service_s))
         return result
 

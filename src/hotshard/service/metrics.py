@@ -2,6 +2,13 @@
 
 A custom collector reads the live counters at scrape time, so nothing is counted twice and each
 app has its own registry (tests run several services in one process).
+
+``hotshard_shard_request_duration_seconds`` is a real Prometheus histogram of each shard's
+backend calls since start (``_bucket{le}``, ``_sum``, ``_count``), so
+``histogram_quantile(0.99, sum by (shard, le) (rate(..._bucket[5m])))`` gives a shard's p99
+over any window, as on any production service (``hotshard observe prometheus --preset
+hotshard`` does exactly that). ``hotshard_shard_latency_seconds{quantile}`` stays: the
+percentiles of the last ``/stats`` window, for a glance without PromQL.
 """
 
 from __future__ import annotations
@@ -9,7 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 
 from hotshard.service.chat import ChatService
 from hotshard.service.stats import process_cpu_seconds
@@ -36,6 +47,9 @@ class _Collector:
                                   "shard's processes", labels=["shard"])
         latency = GaugeMetricFamily("hotshard_shard_latency_seconds", "Backend call latency "
                                     "over the recent window", labels=["shard", "quantile"])
+        duration = HistogramMetricFamily(
+            "hotshard_shard_request_duration_seconds", "Backend call latency per shard since "
+            "start (queueing included; successful calls)", labels=["shard"])
         cpu = CounterMetricFamily("hotshard_worker_cpu_seconds", "CPU time of each worker "
                                   "process", labels=["shard", "replica"])
         restarts = CounterMetricFamily("hotshard_worker_restarts", "Times the supervisor "
@@ -56,6 +70,9 @@ class _Collector:
                 value = window.percentile(q)
                 if value is not None:
                     latency.add_metric([s, f"0.{q}"], value)
+            bounds, total, seconds = c.since_start.cumulative()
+            duration.add_metric([s], [(repr(b), n) for b, n in bounds] + [("+Inf", total)],
+                                seconds)
         in_flight: dict[int, int] = {}
         for w in svc.supervisor.workers():
             labels = [str(w.shard), str(w.replica)]
@@ -67,7 +84,8 @@ class _Collector:
             up.add_metric(labels, 1 if w.up else 0)
         for shard, value in sorted(in_flight.items()):
             depth.add_metric([str(shard)], value)
-        yield from (requests, errors, hits, coalesced, depth, latency, cpu, restarts, up)
+        yield from (requests, errors, hits, coalesced, depth, latency, duration, cpu,
+                    restarts, up)
 
 
 def render(service: ChatService, state: dict[str, Any]) -> tuple[bytes, str]:

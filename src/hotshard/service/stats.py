@@ -17,8 +17,8 @@ from typing import Any
 
 from hotshard.errors import InputError
 
-__all__ = ["BUCKET_WIDTH", "MAX_SECONDS", "MIN_SECONDS", "CpuMeter", "LatencyHistogram",
-           "WindowedLatency", "process_cpu_seconds"]
+__all__ = ["BUCKET_WIDTH", "MAX_SECONDS", "MIN_SECONDS", "PROMETHEUS_BOUNDS", "BucketHistogram",
+           "CpuMeter", "LatencyHistogram", "WindowedLatency", "process_cpu_seconds"]
 
 MIN_SECONDS = 1e-6
 MAX_SECONDS = 100.0
@@ -176,6 +176,46 @@ class LatencyHistogram:
         self._count += 1
         if seconds > self._max:
             self._max = seconds
+
+
+# Upper bounds (seconds) of /metrics' latency histogram: 1, 1.5, 2, 3, 5 and 7 times each power
+# of ten from 100 µs to 70 s, so neighbouring bounds are at most 1.67x apart and
+# ``histogram_quantile``'s linear interpolation inside a bucket errs by less than that bucket.
+PROMETHEUS_BOUNDS = tuple(round(m * 10.0 ** e, 6) for e in range(-4, 2)
+                          for m in (1, 1.5, 2, 3, 5, 7))
+
+
+class BucketHistogram:
+    """Cumulative latency counts at fixed upper bounds, since the service started: what a
+    Prometheus histogram exposes (``_bucket{le}``, ``_sum``, ``_count``), so
+    ``histogram_quantile`` over any window works on it as on any production service.
+
+    Unlike ``WindowedLatency`` it never forgets: Prometheus takes the window's difference.
+    """
+
+    def __init__(self, bounds: tuple[float, ...] = PROMETHEUS_BOUNDS) -> None:
+        if not bounds or any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
+            raise InputError(f"bounds must increase, got {bounds!r}")
+        self.bounds = tuple(float(b) for b in bounds)
+        self._counts = [0] * (len(self.bounds) + 1)  # the last one: above every bound (+Inf)
+        self._sum = 0.0
+
+    def record(self, seconds: float) -> None:
+        """Count one latency (seconds, finite and >= 0)."""
+        import bisect
+
+        seconds = _check_seconds(seconds)
+        self._counts[bisect.bisect_left(self.bounds, seconds)] += 1  # le: seconds <= bound
+        self._sum += seconds
+
+    def cumulative(self) -> tuple[list[tuple[float, int]], int, float]:
+        """([(upper bound, latencies <= it)...], count, sum of seconds); the count is the
+        +Inf bucket's."""
+        out, seen = [], 0
+        for bound, n in zip(self.bounds, self._counts, strict=False):
+            seen += n
+            out.append((bound, seen))
+        return out, seen + self._counts[-1], self._sum
 
 
 class WindowedLatency:
