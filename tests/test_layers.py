@@ -23,7 +23,7 @@ LAYERS = [
     {"profile"},
     {"shards", "workload"},
     {"sim", "cluster", "compare"},
-    {"drive", "service"},
+    {"drive", "service", "observe"},
     {"diagnose", "report", "render", "demo"},
     {"cli"},
     {"__init__", "__main__"},  # the lazy public API over every layer; python -m hotshard

@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "A local Redis Cluster: up, status, down."),
     "drive": ("hotshard.cli.drive", "drive",
               "Open-loop load (HTTP, Redis Cluster), honest latency."),
+    "observe": ("hotshard.cli.observe", "observe",
+                "Observations from Prometheus, a Redis Cluster, k6, Locust or a dashboard CSV."),
     "diagnose": ("hotshard.cli.diagnose", "diagnose",
                  "Rank the explanations of a test that missed production."),
     "report": ("hotshard.cli.report", "report", "One offline HTML report: plots and diagnosis."),

@@ -1,0 +1,484 @@
+"""Per-shard load over a window, from the Prometheus HTTP API (``/api/v1/query``).
+
+Three kinds of query, each an *instant* query evaluated at the window's end:
+
+- **A counter selector** (a bare selector such as ``hotshard_shard_requests_total`` or
+  ``{__name__=~"redis_cpu_(sys|user)_seconds_total"}``) is fetched as a range vector over the
+  window, ``SELECTOR[RANGE]``: its raw samples. Each series' increase is the sum of its
+  sample-to-sample rises, a fall being a counter reset (then the new value is the rise), the
+  rule of PromQL's ``increase`` without its extrapolation to the window's edges. So requests
+  are counted exactly between the first and the last scrape inside the window, and CPU is CPU
+  seconds over the same span, a busy fraction of one core.
+- **A PromQL expression** (anything else) is evaluated as given, with ``$__range`` (Grafana's
+  name) replaced by the window's length, e.g. ``rate(x[$__range])``; each series' value is
+  taken as it comes.
+- **Latency** is a histogram's bucket selector (``..._bucket``) or an expression of bucket
+  rates by ``le``; ``histogram_quantile`` over the window's rates gives the run's percentiles
+  and each shard's p50 and p99.
+
+Series are grouped by the shard label (summed when several series share a shard, e.g. a
+shard's replica processes) and ordered naturally by it. A query that returns nothing, or
+series without the shard label, is one error line naming the query and the labels it saw.
+
+Presets name the queries for what teams already run; explicit ``cpu``/``requests``/``latency``
+override a preset's. See ``PRESETS``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hotshard.errors import InputError
+from hotshard.observations import Observations, ShardObservation
+from hotshard.observe._common import Notes, build, finite, iso
+
+__all__ = ["LATENCY_QUANTILES", "PRESETS", "Preset", "PrometheusClient", "observe_prometheus"]
+
+LATENCY_QUANTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99,
+                     "p999": 0.999}
+DEFAULT_TIMEOUT = 10.0
+# a bare selector: a metric name with optional {matchers}, or {matchers} alone
+_SELECTOR = re.compile(r"""^\s*(?:[A-Za-z_:][A-Za-z0-9_:]*\s*)?"""
+                       r"""(?:\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})?\s*$""")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The queries of one kind of exporter; None: that field is not among its metrics."""
+
+    shard_label: str
+    node_label: str | None
+    requests: str | None
+    cpu: str | None
+    latency: str | None = None
+    errors: str | None = None
+    why_no_latency: str = ""
+    why_no_requests: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    # hotshard serve's /metrics: per-shard backend calls, errors, workers' CPU seconds, and the
+    # latency histogram of backend calls
+    "hotshard": Preset("shard", None, "hotshard_shard_requests_total",
+                       "hotshard_worker_cpu_seconds_total",
+                       "hotshard_shard_request_duration_seconds_bucket",
+                       "hotshard_shard_errors_total"),
+    # the standard redis_exporter, one target per node: commands processed and the process's
+    # CPU seconds (system + user); its latency metrics are summaries since the node started
+    "redis": Preset("instance", "instance", "redis_commands_processed_total",
+                    '{__name__=~"redis_cpu_(sys|user)_seconds_total"}',
+                    why_no_latency="redis_exporter's latency percentiles "
+                                   "(redis_latency_percentiles_usec) are since each node "
+                                   "started, not over the window"),
+    # node_exporter: each machine's busy fraction, all its cores averaged
+    "node": Preset("instance", "instance", None,
+                   '1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}'
+                   '[$__range]))',
+                   why_no_latency="node_exporter measures machines, not requests",
+                   why_no_requests="node_exporter counts no requests: give --requests"),
+    # any Prometheus client library's process collector: CPU seconds per process
+    "process": Preset("instance", "instance", None, "process_cpu_seconds_total",
+                      why_no_latency="the process collector measures no requests",
+                      why_no_requests="process metrics count no requests: give --requests"),
+}
+
+
+class PrometheusClient:
+    """Instant queries against one Prometheus server (``/api/v1/query``), by urllib."""
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise InputError(f"expected the Prometheus server's URL, http://HOST:PORT, got "
+                             f"{url!r}")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def _get(self, path: str, params: Mapping[str, str]) -> Any:
+        query = urllib.parse.urlencode(params)
+        request = urllib.request.Request(f"{self.url}{path}?{query}",
+                                         headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = response.read()
+        except urllib.error.HTTPError as exc:
+            body = exc.read()
+            doc = _json_or_none(body)
+            if isinstance(doc, dict) and doc.get("status") == "error":
+                raise InputError(f"Prometheus at {self.url} refused the query "
+                                 f"({doc.get('errorType', 'error')}): {doc.get('error')}"
+                                 ) from None
+            raise InputError(f"{self.url} did not answer as Prometheus' HTTP API does "
+                             f"(HTTP {exc.code} for {path}): is it a Prometheus server?"
+                             ) from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, OSError) and reason.strerror:
+                reason = reason.strerror.lower()
+            raise InputError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        doc = _json_or_none(body)
+        if not isinstance(doc, dict) or "status" not in doc:
+            raise InputError(f"{self.url} did not answer as Prometheus' HTTP API does (no "
+                             f"JSON status from {path}): is it a Prometheus server?")
+        if doc["status"] != "success":
+            raise InputError(f"Prometheus at {self.url} refused the query "
+                             f"({doc.get('errorType', 'error')}): {doc.get('error')}")
+        return doc.get("data")
+
+    def query(self, promql: str, at: float) -> tuple[str, list[dict[str, Any]]]:
+        """(result type, results) of an instant query at Unix time ``at``."""
+        data = self._get("/api/v1/query", {"query": promql, "time": f"{at:.3f}"})
+        if not isinstance(data, dict):
+            raise InputError(f"Prometheus at {self.url} answered {promql!r} without data")
+        result = data.get("result")
+        kind = data.get("resultType")
+        if kind in ("scalar", "string"):
+            raise InputError(f"the query {promql!r} gives one {kind}, not series per shard")
+        return str(kind), result if isinstance(result, list) else []
+
+    def series_exist(self, selector: str) -> bool:
+        """Whether any series matches ``selector`` at any time Prometheus holds."""
+        data = self._get("/api/v1/series", {"match[]": selector})
+        return bool(data)
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_selector(expr: str) -> bool:
+    """Whether ``expr`` is a bare series selector (a counter to take deltas of)."""
+    return bool(_SELECTOR.match(expr)) and bool(expr.strip())
+
+
+def counter_increase(values: list[list[Any]]) -> tuple[float, float, float] | None:
+    """(increase, first time, last time) of one counter's raw samples ``[[t, "v"], ...]``:
+    the sum of rises, a fall counted as a reset (the new value is the rise); None with fewer
+    than two samples."""
+    points = [(float(t), finite(v)) for t, v in values]
+    points = [(t, v) for t, v in points if v is not None]
+    if len(points) < 2:
+        return None
+    rise = 0.0
+    for (_, a), (_, b) in zip(points, points[1:], strict=False):
+        rise += b - a if b >= a else b
+    return rise, points[0][0], points[-1][0]
+
+
+@dataclass
+class _Grouped:
+    """Per shard: summed value; the span (seconds) the values cover; the node label."""
+
+    values: dict[str, float]
+    span: float | None
+    nodes: dict[str, str]
+
+
+class _Query:
+    """The window, the client, the shard and node labels, and the notes: one observation."""
+
+    def __init__(self, client: PrometheusClient, start: float, end: float, shard_label: str,
+                 node_label: str | None, notes: Notes) -> None:
+        self.client, self.start, self.end = client, start, end
+        self.shard_label, self.node_label, self.notes = shard_label, node_label, notes
+        self.range = f"{max(1, round(end - start))}s"
+
+    def expand(self, expr: str) -> str:
+        return expr.replace("$__range", self.range)
+
+    def _group(self, what: str, shown: str, results: list[dict[str, Any]],
+               value_of) -> _Grouped:
+        label = self.shard_label
+        missing = [r for r in results if label not in r.get("metric", {})]
+        if missing:
+            seen = sorted({k for r in results for k in r.get("metric", {}) if k != "__name__"})
+            raise InputError(
+                f"{what}: {len(missing)} of the {len(results)} series of {shown!r} have no "
+                f"label {label!r}; name the label that says the shard with --shard-label "
+                f"(labels seen: {', '.join(seen) or 'none'})")
+        values: dict[str, float] = {}
+        nodes: dict[str, str] = {}
+        spans: list[float] = []
+        counts: dict[str, int] = {}
+        for r in results:
+            shard = str(r["metric"][label])
+            got = value_of(r)
+            if got is None:
+                continue
+            value, span = got
+            values[shard] = values.get(shard, 0.0) + value
+            counts[shard] = counts.get(shard, 0) + 1
+            if span is not None:
+                spans.append(span)
+            if self.node_label and self.node_label in r["metric"]:
+                nodes[shard] = str(r["metric"][self.node_label])
+        if any(n > 1 for n in counts.values()):
+            keep = {"__name__", label}
+            varying = sorted({k for r in results for k in r.get("metric", {})
+                              if k not in keep and len({str(x.get("metric", {}).get(k))
+                                                        for x in results}) > 1})
+            self.notes.add(f"{what}: up to {max(counts.values())} series per shard, summed"
+                           + (f" over {', '.join(varying)}" if varying else ""))
+        return _Grouped(values, max(spans) if spans else None, nodes)
+
+    def _empty(self, what: str, expr: str, selector: bool) -> InputError:
+        window = f"between {iso(self.start)} and {iso(self.end)}"
+        if selector and self.client.series_exist(expr):
+            return InputError(f"{what}: no samples of {expr!r} {window}: the window holds no "
+                              "data (before the first scrape, or after the last?)")
+        if selector:
+            return InputError(f"{what}: no series match {expr!r} in Prometheus at "
+                              f"{self.client.url}: check the metric name and labels")
+        return InputError(f"{what}: the query {expr!r} returned nothing at {iso(self.end)}: "
+                          "check the metric names, the labels and the window")
+
+    def counters(self, what: str, expr: str) -> _Grouped:
+        """Per shard: the counters' exact increase over the window (summed series) and the
+        span between first and last samples."""
+        kind, results = self.client.query(f"{expr}[{self.range}]", self.end)
+        if not results:
+            raise self._empty(what, expr, True)
+        if kind != "matrix":
+            raise InputError(f"{what}: {expr!r} over the window gave a {kind}, not samples")
+
+        def value_of(r: dict[str, Any]) -> tuple[float, float] | None:
+            got = counter_increase(r.get("values", []))
+            return None if got is None else (got[0], got[2] - got[1])
+
+        grouped = self._group(what, expr, results, value_of)
+        if not grouped.values or not grouped.span:
+            raise InputError(f"{what}: {expr!r} has fewer than two samples per series between "
+                             f"{iso(self.start)} and {iso(self.end)}: a longer window, or a "
+                             "shorter scrape interval")
+        return grouped
+
+    def instant(self, what: str, expr: str) -> _Grouped:
+        """Per shard: the expression's value at the window's end (``$__range`` expanded)."""
+        promql = self.expand(expr)
+        kind, results = self.client.query(promql, self.end)
+        if not results:
+            raise self._empty(what, promql, False)
+
+        def value_of(r: dict[str, Any]) -> tuple[float, None] | None:
+            value = finite((r.get("value") or [None, None])[1])
+            return None if value is None else (value, None)
+
+        return self._group(what, promql, results, value_of)
+
+    def scalar_series(self, promql: str, by_shard: bool) -> dict[str | None, float]:
+        """Values of an expression that may return nothing (NaN or no series: left out)."""
+        _, results = self.client.query(promql, self.end)
+        out: dict[str | None, float] = {}
+        for r in results:
+            value = finite((r.get("value") or [None, None])[1])
+            if value is None:
+                continue
+            key = str(r.get("metric", {}).get(self.shard_label)) if by_shard else None
+            out[key] = value
+        return out
+
+
+def _latency_unit(expr: str) -> float:
+    """Milliseconds per unit of a histogram's buckets: seconds (Prometheus' base unit) unless
+    the name says milliseconds or microseconds."""
+    name = expr.lower()
+    if "millisecond" in name or "_ms_" in name or name.endswith("_ms"):
+        return 1.0
+    if "microsecond" in name or "_us_" in name or "_usec" in name:
+        return 1e-3
+    return 1e3
+
+
+def _latency(q: _Query, expr: str, notes: Notes
+             ) -> tuple[dict[str, float], dict[str | None, dict[str, float]]]:
+    """(run percentiles in ms, per shard {"p50_ms", "p99_ms"}) from a histogram."""
+    rates = f"rate({expr}[{q.range}])" if is_selector(expr) else q.expand(expr)
+    scale = _latency_unit(expr)
+    run: dict[str, float] = {}
+    for name, quantile in LATENCY_QUANTILES.items():
+        got = q.scalar_series(f"histogram_quantile({quantile}, sum by (le) ({rates}))", False)
+        if None in got:
+            run[name] = round(got[None] * scale, 6)
+    if not run:
+        notes.missing("latency", f"histogram_quantile over {expr!r} gave nothing for the "
+                                 "window (no observations in it, or not a histogram with le)")
+    per_shard: dict[str | None, dict[str, float]] = {}
+    for field, quantile in (("p50_ms", 0.5), ("p99_ms", 0.99)):
+        got = q.scalar_series(f"histogram_quantile({quantile}, sum by ({q.shard_label}, le) "
+                              f"({rates}))", True)
+        for shard, value in got.items():
+            per_shard.setdefault(shard, {})[field] = round(value * scale, 6)
+    # interpolated percentiles never decrease with q; rounding may make them touch: keep order
+    last = 0.0
+    for name in LATENCY_QUANTILES:
+        if name in run:
+            run[name] = last = max(run[name], last)
+    for values in per_shard.values():
+        if "p50_ms" in values and "p99_ms" in values:
+            values["p99_ms"] = max(values["p99_ms"], values["p50_ms"])
+    if run:
+        notes.add("latency percentiles are histogram_quantile's interpolation inside the "
+                  "histogram's buckets (within one bucket of the truth)")
+    return run, per_shard
+
+
+def observe_prometheus(url: str, *, start: float, end: float, preset: str | None = None,
+                       shard_label: str | None = None, node_label: str | None = None,
+                       cpu: str | None = None, requests: str | None = None,
+                       latency: str | None = None, errors: str | None = None,
+                       label: str = "production", timeout: float = DEFAULT_TIMEOUT
+                       ) -> Observations:
+    """Per-shard requests, CPU, errors and latency over ``[start, end]`` from Prometheus.
+
+    Parameters
+    ----------
+    url : str
+        The Prometheus server, ``http://HOST:9090``.
+    start, end : float
+        The window, Unix seconds.
+    preset : {"hotshard", "redis", "node", "process"} or None
+        Queries for a known exporter (``PRESETS``); the explicit queries override its.
+    shard_label, node_label : str or None
+        The label naming the shard (default: the preset's, else ``shard``) and the one naming
+        its machine or process (``node``).
+    cpu, requests, latency, errors : str or None
+        A counter selector (exact deltas over the window; CPU seconds for ``cpu``), a PromQL
+        expression (``$__range`` is the window's length), or for ``latency`` a histogram's
+        bucket selector.
+    label : str
+        What was observed (the observations' ``label``).
+
+    Returns
+    -------
+    Observations
+        ``shards`` with what the queries gave, ``rate_rps`` and ``duration_s`` when requests
+        were counted, ``latency_ms`` from the histogram, ``errors`` when errors were counted;
+        ``extra.observe`` holds the URL, the window, the queries and the notes.
+
+    Raises
+    ------
+    InputError
+        Prometheus unreachable or not Prometheus, an unknown preset, no query at all, a query
+        returning nothing or series without the shard label, a window without samples.
+    """
+    if preset is not None and preset not in PRESETS:
+        raise InputError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
+    p = PRESETS.get(preset or "")
+    queries = {"requests": requests or (p.requests if p else None),
+               "cpu": cpu or (p.cpu if p else None),
+               "latency": latency or (p.latency if p else None),
+               "errors": errors or (p.errors if p else None)}
+    if not any(queries[k] for k in ("requests", "cpu", "latency")):
+        raise InputError("nothing to ask Prometheus: give a --preset (hotshard, redis, node, "
+                         "process) or at least one of --requests, --cpu, --latency")
+    shard_label = shard_label or (p.shard_label if p else "shard")
+    node_label = node_label or (p.node_label if p else None)
+    notes = Notes()
+    q = _Query(PrometheusClient(url, timeout=timeout), start, end, shard_label, node_label,
+               notes)
+    per: dict[str, dict[str, Any]] = {}
+    fields: dict[str, Any] = {}
+    nodes: dict[str, str] = {}
+    spans: list[float] = []
+
+    def take(name: str, grouped: _Grouped, convert) -> None:
+        nodes.update(grouped.nodes)
+        for shard, value in grouped.values.items():
+            out = convert(shard, value)
+            if out is not None:
+                per.setdefault(shard, {})[name] = out
+
+    if queries["requests"]:
+        expr = queries["requests"]
+        if is_selector(expr):
+            g = q.counters("requests", expr)
+            spans.append(g.span or 0.0)
+        else:
+            g = q.instant("requests", expr)
+            notes.add(f"requests are {expr!r} at the window's end, rounded to whole requests")
+        take("requests", g, lambda s, v: max(0, round(v)))
+    else:
+        notes.missing("requests per shard", p.why_no_requests if p and p.why_no_requests
+                      else "no requests query (give --requests)")
+    if queries["cpu"]:
+        expr = queries["cpu"]
+        if is_selector(expr):
+            g = q.counters("cpu", expr)
+            spans.append(g.span or 0.0)
+            span = g.span or 1.0
+            raw = {s: v / span for s, v in g.values.items()}
+        else:
+            g = q.instant("cpu", expr)
+            raw = dict(g.values)
+        over = {s: v for s, v in raw.items() if not 0 <= v <= 1}
+        if over:
+            shard, value = next(iter(sorted(over.items())))
+            notes.add(f"cpu left out for {len(over)} shard(s) (e.g. {shard!r}: "
+                      f"{value:.3g} cores): a shard's CPU is a busy fraction of one core in "
+                      "[0, 1]; their CPU in cores is in the shard's extra.cpu_cores")
+        nodes.update(g.nodes)
+        for s, v in raw.items():
+            target = per.setdefault(s, {})
+            if s in over:
+                target.setdefault("extra", {})["cpu_cores"] = round(v, 6)
+            else:
+                target["cpu"] = round(v, 6)
+    else:
+        notes.missing("cpu per shard", "no cpu query (give --cpu)")
+    if queries["errors"] and queries["requests"]:
+        expr = queries["errors"]
+        try:
+            g = q.counters("errors", expr) if is_selector(expr) else q.instant("errors", expr)
+        except InputError as exc:
+            notes.missing("errors", str(exc))
+        else:
+            take("errors", g, lambda s, v: max(0, round(v)))
+    latency_ms: dict[str, float] = {}
+    if queries["latency"]:
+        latency_ms, per_shard = _latency(q, queries["latency"], notes)
+        for shard, values in per_shard.items():
+            if shard in per:
+                per[shard].update(values)
+    else:
+        notes.missing("latency", p.why_no_latency if p and p.why_no_latency
+                      else "no latency histogram (give --latency NAME_bucket)")
+    shards = []
+    for shard, values in per.items():
+        extra = values.pop("extra", {})
+        if "errors" in values and "requests" in values and values["errors"] > values["requests"]:
+            values.pop("errors")
+            notes.add(f"shard {shard}: more errors than requests; errors left out")
+        if nodes.get(shard):
+            values["node"] = nodes[shard]
+        shards.append(ShardObservation(id=shard, extra=extra, **values))
+    span = max(spans) if spans else None
+    counts = [s.requests for s in shards if s.requests is not None]
+    if counts and span:
+        total = sum(counts)
+        fields["duration_s"] = round(span, 3)
+        if total:
+            fields["rate_rps"] = round(total / span, 3)
+            fields["achieved_rps"] = fields["rate_rps"]
+            failed = [s.errors for s in shards if s.errors is not None]
+            if failed and len(failed) == len(counts):
+                fields["errors"] = {"share": sum(failed) / total, "attempted": total,
+                                    "failed": sum(failed)}
+        notes.add(f"requests counted between the first and last scrape inside the window "
+                  f"({span:.1f} s of {end - start:.1f} s)")
+    elif not queries["requests"]:
+        fields["duration_s"] = round(span, 3) if span else round(end - start, 3)
+    source = {"source": "prometheus", "url": q.client.url, "start": iso(start),
+              "end": iso(end), "preset": preset, "shard_label": shard_label,
+              "queries": {k: v for k, v in queries.items() if v}}
+    return build(label, source=source, notes=notes, shards=shards, latency=latency_ms,
+                 fields=fields)
