@@ -61,7 +61,9 @@ def scrapes(url: str, job: str, after: float, *, targets: int, timeout: float = 
     latest: list = []
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError, KeyError, ValueError):
-            latest = query(url, f'timestamp(up{{job="{job}"}} == 1)')
+            # timestamp() of a bare selector is the sample's time (of an expression such as
+            # `up == 1` it would be the evaluation's): `and` keeps the successful scrapes
+            latest = query(url, f'timestamp(up{{job="{job}"}}) and up{{job="{job}"}} == 1')
             if len(latest) >= targets and all(float(r["value"][1]) > after for r in latest):
                 return
         time.sleep(0.1)

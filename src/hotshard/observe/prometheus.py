@@ -27,6 +27,7 @@ override a preset's. See ``PRESETS``.
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.error
 import urllib.parse
@@ -191,7 +192,9 @@ class _Query:
                  node_label: str | None, notes: Notes) -> None:
         self.client, self.start, self.end = client, start, end
         self.shard_label, self.node_label, self.notes = shard_label, node_label, notes
-        self.range = f"{max(1, round(end - start))}s"
+        # in milliseconds, rounded up: a range of whole seconds rounded down would start
+        # after ``start`` and lose the window's first scrape
+        self.range = f"{max(1, math.ceil((end - start) * 1000))}ms"
 
     def expand(self, expr: str) -> str:
         return expr.replace("$__range", self.range)
