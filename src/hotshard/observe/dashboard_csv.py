@@ -78,7 +78,7 @@ def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path}: {exc}") from None
     rows = [(n, r) for n, r in rows if r and any(c.strip() for c in r)]
-    if rows and len(rows[0][1]) == 1 and rows[0][1][0].strip().lower().startswith("sep="):
+    if rows and ",".join(rows[0][1]).strip().lower().startswith("sep="):  # Excel's hint
         rows = rows[1:]
     if len(rows) < 2:
         raise InputError(f"{path}: not a dashboard CSV: expected a header (a time column "
