@@ -20,7 +20,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java wrk redis chromium node venv-rebuild clean
+.PHONY: demo test install install-test lint bench lock java wrk redis prometheus chromium node venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which
@@ -58,6 +58,15 @@ redis:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-tools; }
 
+# tests/observe/ start their own Prometheus and redis_exporter (Debian's prometheus 2.42 and
+# prometheus-redis-exporter; no recommends: node_exporter is not needed).
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v prometheus-redis-exporter >/dev/null 2>&1 || { \
+	  echo "prometheus not found: installing prometheus and prometheus-redis-exporter via apt"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    prometheus prometheus-redis-exporter; }
+
 # benchmarks/bench_drive.py compares the driver with wrk (Debian package `wrk`).
 wrk:
 	@command -v wrk >/dev/null 2>&1 || { \
@@ -82,7 +91,7 @@ node:
 
 install: redis $(STAMP)-run
 
-install-test: java redis chromium node $(STAMP)-test
+install-test: java redis prometheus chromium node $(STAMP)-test
 
 demo: install
 	$(BIN)/hotshard demo
