@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from hotshard.errors import InputError
 from hotshard.observations import Latency, Observations, ShardObservation
 
-__all__ = ["Notes", "build", "iso", "natural_key", "parse_time", "parse_window"]
+__all__ = ["Notes", "build", "finite", "iso", "natural_key", "parse_time", "parse_window"]
 
 _RELATIVE = re.compile(r"^(?:now)?\s*-\s*(.+)$")
 
@@ -105,9 +105,7 @@ def finite(value: Any) -> float | None:
 
 def build(label: str, *, source: Mapping[str, Any], notes: Notes,
           shards: Iterable[ShardObservation] = (), latency: Mapping[str, float] | None = None,
-          fields: Mapping[str, Any] | None = None,
-          check: Callable[[ShardObservation], ShardObservation] | None = None
-          ) -> Observations:
+          fields: Mapping[str, Any] | None = None) -> Observations:
     """The observations: shards in natural order of their ids, the latency percentiles,
     top-level ``fields``, and ``extra.observe`` = ``source`` plus the notes."""
     ordered = sorted(shards, key=lambda s: natural_key(s.id))
