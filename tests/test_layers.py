@@ -115,3 +115,84 @@ def test_no_two_packages_import_each_other():
 def test_the_checker_sees_imports_in_any_form(source, target):
     as_if = SRC / "profile" / "probe.py"  # read as a module of the profile package
     assert [dst for dst, _ in _imports(as_if, source)] == [target]
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(("hotshard", *path.relative_to(SRC).with_suffix("").parts))
+
+
+def _module_imports(path: Path) -> set[str]:
+    """The hotshard modules (not package ``__init__``s) that ``path`` imports, in any form."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    here = path.relative_to(SRC).with_suffix("").parts
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ("hotshard", *here[:-node.level]) if node.level else ()
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            # ``from pkg import mod`` imports the module; ``from mod import name`` the module
+            names = [f"{module}.{a.name}" for a in node.names] + [module]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and _MODULE_STRING.match(node.value)):
+            names = [node.value]
+        for name in names:
+            rel = Path(*name.split(".")[1:]) if name.startswith("hotshard.") else None
+            if rel is not None and (SRC / rel).with_suffix(".py").is_file():
+                found.add(name)
+                if isinstance(node, ast.ImportFrom):
+                    break  # the most specific module named
+    return found
+
+
+def test_no_import_circle_between_modules():
+    """Inside a package too: a circle of modules (fit <-> alternatives, count <-> engines) means
+    neither can be read, loaded or tested without the other. Package ``__init__``s (front doors
+    with lazy tables) are not nodes."""
+    graph = {}
+    for path in SRC.rglob("*.py"):
+        if path.name != "__init__.py":
+            graph[_module_of(path)] = _module_imports(path) - {_module_of(path)}
+    # Tarjan's strongly connected components, iteratively
+    index, low, on_stack, stack, circles, counter = {}, {}, set(), [], [], [0]
+
+    def visit(root):
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not circles, "modules importing each other in a circle:\n" + "\n".join(
+        " <-> ".join(c) for c in circles)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hotshard.cluster import local
+from hotshard.cluster.topology import replica_map
 from tests.cluster._clusters import free_base as _free_base  # benchmarks import it here
 from tests.cluster._clusters import node_client
 from tests.conftest import ROOT, run_cli
@@ -148,7 +149,7 @@ def test_client_follows_moved_after_a_slot_changes_owner(cluster):
     """Reshard one slot under a client that loaded the old map: its command is redirected
     (MOVED), it follows, updates its map, and reports no error."""
 
-    from hotshard.cluster.resp import RespCluster
+    from hotshard.cluster.client import RespCluster
 
     state = cluster(3)
     key = "chat:{moving}"
@@ -174,7 +175,7 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
     answered with ASK: the client sends ASKING then the command to the target, once, without
     changing its map (the slot still belongs to the source)."""
 
-    from hotshard.cluster.resp import RespCluster
+    from hotshard.cluster.client import RespCluster
 
     state = cluster(3)
     key = "chat:{asked}"
@@ -211,7 +212,7 @@ def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
     try:
         assert len(state.ports) == 6
         store = state.url
-        replicas = local.replica_map(store)
+        replicas = replica_map(store)
         assert all(len(r) == 1 for r in replicas.values()) and len(replicas) == 3
         with serve(tmp_path / "data", "--store", store, "--replicas", "2",
                    "--hot-channels", "hot1") as svc:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from hotshard.cluster import local
+from hotshard.cluster.topology import REDIS_SLOTS
 from hotshard.drive.transport import TransportError
 from hotshard.errors import InputError
 from tests.cluster._clusters import fake_peer, free_base, node_client
@@ -243,12 +244,12 @@ def test_a_port_that_is_not_redis_fails_within_the_timeout(kind, command):
 
 def _routed_to(port: int, *, timeout: float, password: str | None = None):
     """A RedisClusterTarget whose every slot is on 127.0.0.1:PORT (a fake peer)."""
-    from hotshard.cluster.resp import RespCluster
+    from hotshard.cluster.client import RespCluster
     from hotshard.drive.redis_target import RedisClusterTarget
 
     target = RedisClusterTarget(f"redis-cluster://127.0.0.1:{port}", timeout=timeout)
     client = RespCluster("127.0.0.1", port, timeout=timeout, password=password)
-    client.slot_node = [f"127.0.0.1:{port}"] * local.REDIS_SLOTS
+    client.slot_node = [f"127.0.0.1:{port}"] * REDIS_SLOTS
     target._client = client
     return target
 

@@ -57,7 +57,7 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
         need_shard_count(partitioner, shards, layout)
     if plot:
         from hotshard._atomic import check_writable
-        from hotshard.report.rank_frequency import image_format
+        from hotshard.report.image_files import image_format
 
         image_format(plot)
         check_writable(plot)

@@ -142,7 +142,7 @@ def inspect(profile_path, as_json, plot):
 
     if plot:
         from hotshard._atomic import check_writable
-        from hotshard.report.rank_frequency import image_format
+        from hotshard.report.image_files import image_format
 
         check_writable(plot)
         image_format(plot)

@@ -123,7 +123,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     if slots_from is not None:
         if partitioner != "redis-cluster":
             raise click.UsageError("--slots-from reads a Redis Cluster: use -p redis-cluster")
-        from hotshard.cluster.local import live_slot_map
+        from hotshard.cluster.topology import live_slot_map
 
         live = live_slot_map(slots_from)
     else:

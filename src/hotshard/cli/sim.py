@@ -105,7 +105,7 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
         if path:
             check_writable(path)
     if plot:
-        from hotshard.report.rank_frequency import image_format
+        from hotshard.report.image_files import image_format
 
         image_format(plot)
     ctx = click.get_current_context()

@@ -48,21 +48,20 @@ from hotshard.cluster.resp import (
     aask_all,
     ask,
     ask_all,
+    node_key,
     parse_info,
     parse_url,
     redact_url,
 )
-from hotshard.cluster.resp import node_key as _node_key
+from hotshard.cluster.topology import topology
 from hotshard.errors import HotshardError, InputError
 
 __all__ = ["DEFAULT_TIMEOUT", "PASSWORD_ENV", "ClusterState", "ClusterStatus", "NodeStatus",
            "NodeUnreachable", "RedisURL", "STATE_FILE", "aask_all", "ask", "ask_all",
-           "atopology", "check_resources", "down", "find_redis_server", "live_slot_map",
-           "load_state", "parse_info", "parse_url", "redact_url", "replica_map", "status",
-           "topology", "up"]
+           "check_resources", "down", "find_redis_server", "load_state", "parse_info",
+           "parse_url", "redact_url", "status", "up"]
 
 STATE_FILE = "cluster.json"
-REDIS_SLOTS = 16384
 BUS_OFFSET = 10000
 INSTALL_HINT = ("install Debian's redis-server package (sudo apt-get install redis-server; "
                 "`make test` does it)")
@@ -623,94 +622,6 @@ def down(directory: str | os.PathLike[str], *, timeout: float = 10.0) -> list[in
     return stopped
 
 
-TOPOLOGY = (("CLUSTER", "INFO"), ("CLUSTER", "SLOTS"))
-
-
-def topology(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
-             ) -> list[tuple[int, int, str, tuple[str, ...]]]:
-    """CLUSTER SLOTS as sorted (first, last, master address, replica addresses), from one
-    node; connecting and both exchanges (CLUSTER INFO, CLUSTER SLOTS) are bounded as a whole
-    by ``timeout``, whatever the node does.
-
-    Raises
-    ------
-    InputError
-        The node is unreachable, silent, too slow or not Redis (NodeUnreachable), needs
-        another password, is not a cluster node, or the cluster is not ``cluster_state:ok``.
-    """
-    url = parse_url(url)
-    return _topology_rows(url, *ask_all(url, TOPOLOGY, timeout=timeout))
-
-
-async def atopology(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
-                    ) -> list[tuple[int, int, str, tuple[str, ...]]]:
-    """``topology`` on the running event loop (no thread), bounded the same way."""
-    url = parse_url(url)
-    return _topology_rows(url, *await aask_all(url, TOPOLOGY, timeout=timeout))
-
-
-def _topology_rows(url: RedisURL, info: Any, rows: Any
-                   ) -> list[tuple[int, int, str, tuple[str, ...]]]:
-    text = str(info)
-    if "cluster_state:ok" not in text:
-        state = next((ln for ln in text.splitlines() if ln.startswith("cluster_state")), "?")
-        raise InputError(f"the cluster at {url.address} is not ok ({state.strip()}): wait "
-                         "for it or fix it before measuring (`hotshard cluster status` names "
-                         "the failing nodes)")
-    host = url.host
-    out = []
-    try:
-        for row in rows:  # [first, last, [ip, port, id, ...], [replica ip, port, ...]...]
-            replicas = tuple(f"{r[0] or host}:{int(r[1])}" for r in row[3:])
-            out.append((int(row[0]), int(row[1]), f"{row[2][0] or host}:{int(row[2][1])}",
-                        replicas))
-    except (TypeError, ValueError, IndexError):
-        raise NodeUnreachable(f"{url.address} answered CLUSTER SLOTS with something else "
-                              "than a slot map: not a Redis Cluster node") from None
-    return sorted(out)
-
-
-def replicas_of(rows: list[tuple[int, int, str, tuple[str, ...]]]
-                ) -> dict[str, tuple[str, ...]]:
-    """Each master's replica addresses, from ``topology`` rows."""
-    out: dict[str, tuple[str, ...]] = {}
-    for _, _, master, replicas in rows:
-        out[master] = tuple(sorted(set(out.get(master, ())) | set(replicas), key=_node_key))
-    return out
-
-
-def slot_map_of(rows: list[tuple[int, int, str, tuple[str, ...]]], where: str = "the cluster"):
-    """(slot -> node index array, master addresses in index order) from ``topology`` rows.
-
-    Nodes are numbered by (host, port), so node 0 of a local cluster is its first port.
-    """
-    import numpy as np
-
-    nodes = sorted({r[2] for r in rows}, key=_node_key)
-    slot_node = np.full(REDIS_SLOTS, -1, dtype=np.int64)
-    for first, last, address, _ in rows:
-        slot_node[first:last + 1] = nodes.index(address)
-    if (slot_node < 0).any():
-        raise InputError(f"{where} leaves {(slot_node < 0).sum()} slots unassigned")
-    return slot_node, nodes
-
-
-def replica_map(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT
-                ) -> dict[str, tuple[str, ...]]:
-    """Each master's replica addresses, from a live CLUSTER SLOTS."""
-    return replicas_of(topology(url, timeout=timeout))
-
-
-def live_slot_map(url: str | RedisURL, *, timeout: float = DEFAULT_TIMEOUT):
-    """(slot -> node index array, node addresses in index order) from a live CLUSTER SLOTS,
-    fetched within ``timeout`` seconds in all (see ``topology``).
-
-    Nodes are numbered by (host, port), so node 0 of a local cluster is its first port.
-    """
-    where = f"the cluster at {parse_url(url).address}"
-    return slot_map_of(topology(url, timeout=timeout), where)
-
-
 def _parse_cluster_nodes(text: str, host: str) -> list[dict[str, Any]]:
     """CLUSTER NODES lines -> dicts: id, address, flags, master id, slot ranges."""
     out = []
@@ -785,7 +696,7 @@ def status(url: str | RedisURL, *, known: tuple[str, ...] = (), timeout: float =
         if not known:
             raise answers[url.address]  # type: ignore[misc]
         return ClusterStatus(url.given(), "unknown", tuple(
-            NodeStatus(a, "?", "unreachable") for a in sorted(seeds, key=_node_key)))
+            NodeStatus(a, "?", "unreachable") for a in sorted(seeds, key=node_key)))
     listing, info, _ = answers[seen_from]  # type: ignore[misc]
     cluster_state = next((ln.split(":", 1)[1].strip() for ln in str(info).splitlines()
                           if ln.startswith("cluster_state:")), "?")
@@ -795,7 +706,7 @@ def status(url: str | RedisURL, *, known: tuple[str, ...] = (), timeout: float =
     for address in known:
         entries.setdefault(address, {"address": address, "flags": ["?"], "master": "-",
                                      "slots": ()})
-    addresses = sorted(entries, key=_node_key)
+    addresses = sorted(entries, key=node_key)
     answers.update(_ask_each(url, [a for a in addresses if a not in answers],
                              (("INFO", "all"),), timeout))
     nodes = []

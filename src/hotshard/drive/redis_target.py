@@ -55,7 +55,7 @@ class RedisClusterTarget:
 
     async def _connect(self) -> Any:
         if self._client is None:
-            from hotshard.cluster.resp import RespCluster
+            from hotshard.cluster.client import RespCluster
 
             client = RespCluster.of(self.address, timeout=self.timeout)
             await client.load()  # on the loop, bounded by timeout in all

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hotshard.cluster.local import topology
 from hotshard.cluster.resp import RedisURL, aask_all, node_key, parse_info, parse_url
+from hotshard.cluster.topology import topology
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
 from hotshard.observe._common import Notes, build, iso

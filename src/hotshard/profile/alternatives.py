@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from scipy import integrate, optimize, special, stats
 
 from hotshard.errors import FitError
+from hotshard.profile.comparison import Comparison
 
 __all__ = ["ALTERNATIVES", "compare", "vuong"]
 
@@ -217,8 +218,6 @@ def compare(tab, fit, name: str):
     A lognormal whose best fit is its power-law limit comes back ``degenerate``, with a note;
     R, the normalised R and p are still those of the Vuong test against that limit.
     """
-    from hotshard.profile.fit import Comparison
-
     x, w = _tail(tab, fit.xmin)
     logp_pl = fit.distribution.logpmf(x)
     fitter = ALTERNATIVES[name]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hotshard.compare.diff import KeyMove, ProfileDiff
-from hotshard.report.rank_frequency import save_figure
+from hotshard.report.image_files import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -6,24 +6,24 @@ Each figure function returns a ``matplotlib.figure.Figure`` drawn from ``runs``'
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hotshard._format import pct
 from hotshard.observations import Observations
+from hotshard.report.image_files import quiet_numerics
 from hotshard.report.runs import RunSummary, ShardLoad
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["figure_svg", "latency_figure", "mitigation_figure", "quiet_numerics",
+__all__ = ["figure_svg", "latency_figure", "mitigation_figure",
            "shard_load_figure"]
 
 _BAR = "#5b7fa6"
@@ -35,21 +35,6 @@ _NOTE = {"ha": "center", "va": "center", "fontsize": 9, "color": "#555555"}
 
 # ids, and references to them, in matplotlib's SVG: element ids, url(#id), (xlink:)href="#id"
 _ID = re.compile(r'(\bid=")([^"]+)(")|(url\(#)([^)]+)(\))|(href=")#([^"]+)(")')
-
-
-@contextlib.contextmanager
-def quiet_numerics() -> Iterator[None]:
-    """Drawing without numeric warnings on the user's terminal: an absurd but valid value
-    (a p99 of 1e300 ms on a log axis) overflows inside matplotlib's transforms, which is
-    drawn as well as it can be and says nothing the numbers in the text do not."""
-    import warnings
-
-    import numpy as np
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        yield
 
 
 def figure_svg(fig: Figure, *, prefix: str, alt: str) -> str:

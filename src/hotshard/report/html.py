@@ -584,7 +584,7 @@ def build_report(observations: Observations | Sequence[Observations], *,
                 layout, layout_note = None, f"the profile's per-shard load is not predicted: {exc}"
     page = _Page()
     header = _header(items, roles, sources, profile, profile_source, layout, notes)
-    from hotshard.report.figures import quiet_numerics
+    from hotshard.report.image_files import quiet_numerics
 
     with quiet_numerics():  # the figures are drawn as these sections are built
         bodies = {

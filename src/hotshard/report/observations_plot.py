@@ -19,7 +19,7 @@ import numpy as np
 from hotshard._format import pct
 from hotshard.errors import InputError
 from hotshard.observations import Observations
-from hotshard.report.rank_frequency import save_figure
+from hotshard.report.image_files import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hotshard._atomic import atomic_write, check_writable
-from hotshard.errors import InputError
 from hotshard.profile.document import Profile
 from hotshard.profile.powerlaw import DiscretePowerLaw
+from hotshard.report.image_files import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["IMAGE_FORMATS", "image_format", "plot_rank_frequency", "rank_frequency_figure",
-           "save_figure"]
-
-IMAGE_FORMATS = ("png", "svg", "pdf")
-
-
-def image_format(path: str | os.PathLike[str]) -> str:
-    """The image format a file name asks for, by its extension; an error for any other."""
-    suffix = os.path.splitext(str(path))[1].lower().lstrip(".")
-    if suffix not in IMAGE_FORMATS:
-        shown = f".{suffix}" if suffix else "(no extension)"
-        raise InputError(f"cannot draw {path}: unknown image type {shown}; "
-                         "name a .png, .svg or .pdf file")
-    return suffix
-
+__all__ = ["plot_rank_frequency", "rank_frequency_figure"]
 
 def _tail_ranks(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     """(rank, count) steps of the tail classes, most frequent first, after the head."""
@@ -84,30 +68,6 @@ def rank_frequency_figure(profile: Profile, *, title: str | None = None) -> Figu
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def save_figure(path: str | os.PathLike[str], draw: Callable[[], Figure]) -> None:
-    """Write the figure ``draw`` returns to ``path`` (PNG, SVG or PDF by its name), atomically.
-
-    The name and the directory are checked before drawing, so a wrong path costs no drawing
-    and a failed write leaves no file. The one way every ``plot_*`` here writes an image.
-
-    Raises
-    ------
-    InputError
-        The file name is not .png, .svg or .pdf, or the file cannot be written.
-    """
-    fmt = image_format(path)
-    check_writable(path)  # fail before drawing
-    import matplotlib
-
-    from hotshard.report.figures import quiet_numerics
-
-    matplotlib.use("Agg")
-    with quiet_numerics():
-        fig = draw()
-        with atomic_write(path, "wb") as handle:
-            fig.savefig(handle, format=fmt)
 
 
 def plot_rank_frequency(profile: Profile, path: str | os.PathLike[str], *,

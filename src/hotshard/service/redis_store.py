@@ -137,13 +137,8 @@ class RedisBackend:
         self.replicas = 1
 
     async def start(self) -> None:
-        from hotshard.cluster.resp import (
-            DEFAULT_TIMEOUT,
-            RespCluster,
-            aask_all,
-            node_key,
-            parse_info,
-        )
+        from hotshard.cluster.client import RespCluster
+        from hotshard.cluster.resp import DEFAULT_TIMEOUT, aask_all, node_key, parse_info
 
         self.client = RespCluster.of(self.address)
         await self.client.load(timeout=DEFAULT_TIMEOUT)

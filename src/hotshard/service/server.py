@@ -179,7 +179,7 @@ def open_data_dir(config: ServeConfig) -> DataDir:
             if config.partitioner != "redis-cluster":
                 raise InputError("a Redis Cluster store places channels by its own slot map: "
                                  "give no other --partitioner with --store")
-            from hotshard.cluster.local import live_slot_map
+            from hotshard.cluster.topology import live_slot_map
 
             slot_node, _ = live_slot_map(config.store)
             router = Router("redis-cluster", None, slot_node=slot_node)
