@@ -222,7 +222,14 @@ def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
             replica_port = int(replicas[node][0].rsplit(":", 1)[1])
             before = node_client(state, replica_port).info("commandstats").get(
                 "cmdstat_xrevrange", {}).get("calls", 0)
-            time.sleep(0.2)  # asynchronous replication: let the write reach the replica
+            # asynchronous replication: wait until the replica has applied all the master sent
+            master = node_client(state, int(node.rsplit(":", 1)[1]))
+            replica = node_client(state, replica_port)
+            deadline = time.monotonic() + 10
+            while (replica.info("replication").get("slave_repl_offset", -1)
+                   < master.info("replication")["master_repl_offset"]):
+                assert time.monotonic() < deadline, "the replica never caught up"
+                time.sleep(0.01)
             pages = [svc.get("/channels/hot1/messages").json()["messages"] for _ in range(20)]
             after = node_client(state, replica_port).info("commandstats").get(
                 "cmdstat_xrevrange", {}).get("calls", 0)

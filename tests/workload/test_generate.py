@@ -7,7 +7,7 @@ import pytest
 from hotshard.errors import InputError
 from hotshard.profile.count import count_profile
 from hotshard.profile.fit import fit_power_law
-from hotshard.workload.generate import parse_dist, plan_workload, verify_file
+from hotshard.workload.generate import parse_dist, plan_workload, verify_file, verify_generated
 from hotshard.workload.messages import make_chunk, write_events
 from hotshard.workload.profile_sampler import op_mix_by_key
 from hotshard.workload.timing import Arrivals, parse_event
@@ -245,3 +245,20 @@ def test_verify_judges_keys_expected_a_fraction_of_a_time_exactly(tmp_path, web0
         plan = plan_workload(profile=prof, dist=None, events=100_000, seed=seed)
         write_events(plan, str(out), fmt="parquet")
         assert verify_file(prof, str(out)).checks[0].passed, seed
+
+
+def test_verify_generated_reads_how_the_file_was_made(tmp_path, orm):
+    """The library behind ``generate --verify``: a file made with a rescaled key space and a big
+    event verifies with no option repeated (its metadata says keys, scaling and windows); an
+    option that contradicts the record is refused, not judged."""
+    plan = plan_workload(profile=orm, dist=None, events=60_000, seed=6, keys=2 * int(orm.keys),
+                         key_scaling="extend", rate=1000,
+                         hot_events=(parse_event(f"{orm.head_keys[0]}:0.3:10s:20s"),))
+    out = tmp_path / "e.parquet"
+    write_events(plan, str(out), fmt="parquet", workers=1)
+    report = verify_generated(orm, str(out))
+    assert report.passed, report.to_dict()
+    assert report.windows_left_out == 1
+    assert 0 < report.events < 60_000  # the event's window left out
+    with pytest.raises(InputError, match="generated with --key-scaling extend, not dilute"):
+        verify_generated(orm, str(out), key_scaling="dilute")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from hotshard.cli._console import RowsBar, note, warn
@@ -120,25 +118,13 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
             raise click.UsageError(f"--verify checks an existing file: {', '.join(ignored)} "
                                    "would be ignored (it takes --keys, --key-scaling, --tail)")
         from hotshard.render import verify_summary
-        from hotshard.workload.generate import generation_options, verify_file
+        from hotshard.workload.generate import verify_generated
 
-        prof = Profile.load(args[0])
-        made = generation_options(args[1])  # what the file says it was made with
-        recorded = made.get("key_scaling")
-        if key_scaling and recorded and key_scaling != recorded:
-            raise click.UsageError(f"{args[1]} was generated with --key-scaling {recorded}, "
-                                   f"not {key_scaling}")
-        key_scaling = key_scaling or recorded or "dilute"
-        if keys is None and "keys" in made:
-            keys = int(made["keys"])
-        if keys is not None:
-            prof = prof.scaled(keys=keys, key_scaling=key_scaling)
-        windows = json.loads(made.get("event_windows_ms", "[]"))
-        report = verify_file(prof, args[1], tail=tail or made.get("tail", "power_law"),
-                             skip_ms=windows, order=made.get("order"))
-        if windows:
-            note(f"left out the rows inside the file's {len(windows)} event window(s): the "
-                 "traffic there is the event's by design")
+        report = verify_generated(Profile.load(args[0]), args[1], keys=keys,
+                                  key_scaling=key_scaling, tail=tail)
+        if report.windows_left_out:
+            note(f"left out the rows inside the file's {report.windows_left_out} event "
+                 "window(s): the traffic there is the event's by design")
         click.echo(verify_summary(report, args[1]))
         if not report.passed:
             raise click.exceptions.Exit(1)

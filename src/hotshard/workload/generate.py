@@ -21,7 +21,7 @@ from hotshard.workload.profile_sampler import ProfileSampler, from_profile, op_m
 from hotshard.workload.timing import Arrivals, HotEvent, check_overlaps, format_duration
 
 __all__ = ["ARRIVAL_PROCESSES", "ORDERS", "VerifyReport", "parse_dist", "plan_workload",
-           "verify_file"]
+           "verify_file", "verify_generated"]
 
 # The order of a profile's keys: production's locality (the profile's locality section), or
 # independent draws; "auto": locality when the profile has it.
@@ -252,8 +252,12 @@ class Check:
 
 @dataclass(frozen=True)
 class VerifyReport:
+    """The checks of a generated file against its profile; ``windows_left_out`` counts the
+    big events' windows whose rows were not judged (their traffic is the event's by design)."""
+
     events: int
     checks: tuple[Check, ...]
+    windows_left_out: int = 0
 
     @property
     def passed(self) -> bool:
@@ -261,7 +265,8 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         return {"events": self.events, "passed": self.passed,
-                "checks": [asdict(c) for c in self.checks]}
+                "checks": [asdict(c) for c in self.checks],
+                "windows_left_out": self.windows_left_out}
 
 
 def _read_key_counts(path: str, skip_ms: Sequence[Sequence[int]] = ()
@@ -373,6 +378,35 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
             "count"))
     checks.append(tail_check)
     return VerifyReport(events=n, checks=tuple(checks))
+
+
+def verify_generated(profile: Profile, path: str, *, keys: int | None = None,
+                     key_scaling: str | None = None, tail: str | None = None) -> VerifyReport:
+    """``generate --verify``: test a generated file against the profile it came from, scaled
+    and read as the file records it was made (its Parquet metadata: keys, key scaling, tail,
+    order, the big events' windows). An option given here fills what the file does not record
+    (a CSV records nothing); one that contradicts the record is refused rather than judged.
+
+    Raises
+    ------
+    InputError
+        ``key_scaling`` differs from the one the file was generated with; the file is not a
+        generate output or holds no events.
+    """
+    made = generation_options(path)
+    recorded = made.get("key_scaling")
+    if key_scaling and recorded and key_scaling != recorded:
+        raise InputError(f"{path} was generated with --key-scaling {recorded}, not "
+                         f"{key_scaling}")
+    key_scaling = key_scaling or recorded or "dilute"
+    if keys is None and "keys" in made:
+        keys = int(made["keys"])
+    if keys is not None:
+        profile = profile.scaled(keys=keys, key_scaling=key_scaling)
+    windows = json.loads(made.get("event_windows_ms", "[]"))
+    report = verify_file(profile, path, tail=tail or made.get("tail", "power_law"),
+                         skip_ms=windows, order=made.get("order"))
+    return replace(report, windows_left_out=len(windows))
 
 
 def _verify_exact(sampler: ProfileSampler, by_key: dict, n: int) -> VerifyReport:
