@@ -99,9 +99,12 @@ demo: install
 lint: install-test
 	$(BIN)/ruff check src tests benchmarks
 
+# Independent tests in 3 processes (many wait on servers and subprocesses); the ones that
+# assert wall-clock rates, CPU shares or latencies (marker "timing") after, alone.
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 3 -m "not timing"
+	$(BIN)/python -m pytest -q -m timing
 
 bench: java wrk redis $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py

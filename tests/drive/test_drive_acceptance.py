@@ -23,7 +23,8 @@ from hotshard.drive.run import DriveConfig, DriveResult, drive
 from hotshard.drive.schedule import Schedule
 from tests.drive._servers import reset, run_server, server_stats, shard_of
 
-pytestmark = pytest.mark.slow
+# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 SEED = 20261203
 KEYS = "uniform:1000"

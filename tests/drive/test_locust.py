@@ -38,6 +38,9 @@ if importlib.util.find_spec("locust") is None:  # never import it here: it patch
     pytest.skip("locust is not installed (pip install hotshard[locust])",
                 allow_module_level=True)
 
+# timing: Locust's own clocks and rates on real processes; runs alone (Makefile)
+pytestmark = pytest.mark.timing
+
 LOCUSTFILE = ROOT / "examples" / "locustfile.py"
 KEYS = "uniform:20"
 

@@ -14,7 +14,8 @@ import pytest
 from hotshard import observations
 from tests.conftest import run_cli_subprocess
 
-pytestmark = pytest.mark.slow
+# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _demo_processes() -> list[str]:

@@ -30,7 +30,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.service._traffic import profile_keys, send_traffic, serve
 
-pytestmark = pytest.mark.slow
+# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 PROFILE = Path(__file__).resolve().parents[2] / "examples" / "incident-event.profile.json"
 RATE = 150.0
