@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from hotshard._format import pct, pct_apart
 from hotshard.profile.fit import PowerLawFit
 
-__all__ = ["fit_summary"]
+__all__ = ["check_summary", "cluster_status_text", "fit_summary"]
+
+_CHECK_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 
 def _verdict(c) -> str:
@@ -286,3 +290,54 @@ def _sparkline(values) -> str:
     if top <= 0:
         return " " * len(values)
     return "".join(blocks[0] if v <= 0 else blocks[max(1, round(8 * v / top))] for v in values)
+
+
+def check_summary(report) -> str:
+    """``hotshard check``'s verdict: each check with its message, then what to do."""
+    lines = []
+    for c in report.checks:
+        lines.append(f"{_CHECK_MARK[c.verdict]:5} {c.name}")
+        lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
+                                   subsequent_indent="      "))
+    lines.append("")
+    failed = [c.name for c in report.checks if c.verdict == "fail"]
+    if failed:
+        what = []
+        if report.hidden_keys:
+            keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
+            more = len(report.hidden_keys) - 5
+            what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))
+        if report.hot_shard is not None:
+            what.append(f"hot shard {report.hot_shard['shard']}")
+        hides = (f"; it would hide {' and '.join(what)}" if what else "")
+        lines.append(f"FAIL ({', '.join(failed)}){hides}: refuse this test (exit status 1).")
+    elif report.verdict == "warn":
+        warned = ", ".join(c.name for c in report.checks if c.verdict == "warn")
+        lines.append(f"PASS with warnings ({warned}): no check failed, but the test differs "
+                     "from production as noted.")
+    else:
+        lines.append("PASS" + (f": {report.no_hot_spot}." if report.no_hot_spot else
+                               ": the test's keys concentrate load as production's do."))
+    return "\n".join(lines)
+
+
+def cluster_status_text(result) -> str:
+    """``hotshard cluster status``'s table: one row per node, the failing ones named first."""
+    lines = []
+    bad = [n for n in result.nodes if n.status != "ok"]
+    lines.append(f"{result.url}  cluster_state:{result.cluster_state}" +
+                 (f"  ({len(bad)} of {len(result.nodes)} nodes not ok: "
+                  + ", ".join(f"{n.address} {n.status}" for n in bad) + ")" if bad else ""))
+    lines.append(f"{'node':<22}{'role':<9}{'status':<19}{'slots':>6}  {'ranges':<24}"
+                 f"{'ops/s':>8}{'CPU s':>9}{'memory':>9}{'keys':>10}")
+
+    def shown(value, fmt: str = "") -> str:
+        return "-" if value is None else format(value, fmt)
+
+    for n in result.nodes:
+        ranges = ",".join(f"{a}-{b}" for a, b in n.slots) or \
+            (f"replica of {n.master}" if n.master else "-")
+        lines.append(f"{n.address:<22}{n.role:<9}{n.status:<19}{n.slot_count:>6}  "
+                     f"{ranges:<24}{shown(n.ops_per_sec):>8}{shown(n.cpu_seconds, '.2f'):>9}"
+                     f"{shown(n.used_memory):>9}{shown(n.keys):>10}")
+    return "\n".join(lines)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import click
 
 from hotshard.cli._options import KEY_TYPE_RULE, PARTITIONER_CHOICE, partitioner_options
 from hotshard.errors import HotshardError
-
-_MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 
 class ThresholdSpec(click.ParamType):
@@ -29,34 +26,6 @@ class ThresholdSpec(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not NAME=VALUE with a number, e.g. head_fail=0.4",
                       param, ctx)
-
-
-def _text(report) -> str:
-    lines = []
-    for c in report.checks:
-        lines.append(f"{_MARK[c.verdict]:5} {c.name}")
-        lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
-                                   subsequent_indent="      "))
-    lines.append("")
-    failed = [c.name for c in report.checks if c.verdict == "fail"]
-    if failed:
-        what = []
-        if report.hidden_keys:
-            keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
-            more = len(report.hidden_keys) - 5
-            what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))
-        if report.hot_shard is not None:
-            what.append(f"hot shard {report.hot_shard['shard']}")
-        hides = (f"; it would hide {' and '.join(what)}" if what else "")
-        lines.append(f"FAIL ({', '.join(failed)}){hides}: refuse this test (exit status 1).")
-    elif report.verdict == "warn":
-        warned = ", ".join(c.name for c in report.checks if c.verdict == "warn")
-        lines.append(f"PASS with warnings ({warned}): no check failed, but the test differs "
-                     "from production as noted.")
-    else:
-        lines.append("PASS" + (f": {report.no_hot_spot}." if report.no_hot_spot else
-                               ": the test's keys concentrate load as production's do."))
-    return "\n".join(lines)
 
 
 @click.command(epilog=KEY_TYPE_RULE)
@@ -141,5 +110,7 @@ def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_t
     if as_json:
         click.echo(json.dumps({**report.to_dict(), "thresholds": limits.to_dict()}))
     else:
-        click.echo(_text(report))
+        from hotshard.render import check_summary
+
+        click.echo(check_summary(report))
     raise click.exceptions.Exit(report.exit_status)

@@ -125,25 +125,8 @@ def status(directory, url, timeout, as_json):
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
-        _print_status(result)
+        from hotshard.render import cluster_status_text
+
+        click.echo(cluster_status_text(result))
     if result.degraded:
         raise click.exceptions.Exit(1)
-
-
-def _print_status(result) -> None:
-    bad = [n for n in result.nodes if n.status != "ok"]
-    click.echo(f"{result.url}  cluster_state:{result.cluster_state}" +
-               (f"  ({len(bad)} of {len(result.nodes)} nodes not ok: "
-                + ", ".join(f"{n.address} {n.status}" for n in bad) + ")" if bad else ""))
-    click.echo(f"{'node':<22}{'role':<9}{'status':<19}{'slots':>6}  {'ranges':<24}"
-               f"{'ops/s':>8}{'CPU s':>9}{'memory':>9}{'keys':>10}")
-
-    def shown(value, fmt: str = "") -> str:
-        return "-" if value is None else format(value, fmt)
-
-    for n in result.nodes:
-        ranges = ",".join(f"{a}-{b}" for a, b in n.slots) or \
-            (f"replica of {n.master}" if n.master else "-")
-        click.echo(f"{n.address:<22}{n.role:<9}{n.status:<19}{n.slot_count:>6}  "
-                   f"{ranges:<24}{shown(n.ops_per_sec):>8}{shown(n.cpu_seconds, '.2f'):>9}"
-                   f"{shown(n.used_memory):>9}{shown(n.keys):>10}")
