@@ -120,3 +120,25 @@ def test_a_profile_without_time_sections_says_how_it_is_simulated(tmp_path):
                   "20s", "--order", "locality")
     assert res.returncode == 2 and "needs a profile with a locality section" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_scenario_options_merge_as_the_command_does():
+    """simulate's --scenario NAME [--opt ...] is the library's scenario_options: the scenario
+    over the defaults, each given option on top, a given key source replacing the scenario's."""
+    from hotshard.errors import InputError
+    from hotshard.sim.scenarios import DEFAULTS, scenario, scenario_options
+
+    base = scenario_options("incident-production")
+    assert base["profile"].endswith("incident.profile.json") and base["dist"] is None
+    assert base["rps"] == scenario("incident-production").options["rps"]
+    faster = scenario_options("incident-production", rps=5000.0, shards=8)
+    assert (faster["rps"], faster["shards"]) == (5000.0, 8)
+    assert {k: v for k, v in faster.items() if k not in ("rps", "shards")} == \
+        {k: v for k, v in base.items() if k not in ("rps", "shards")}
+    uniform = scenario_options("incident-production", dist="uniform:100")
+    assert uniform["profile"] is None and uniform["dist"] == "uniform:100"
+    assert scenario_options(dist="zipf:1.1:1000")["partitioner"] == DEFAULTS["partitioner"]
+    with pytest.raises(InputError, match="give a PROFILE, --dist SPEC or --scenario NAME"):
+        scenario_options()
+    with pytest.raises(InputError, match="not both"):
+        scenario_options(profile="p.json", dist="uniform:10")

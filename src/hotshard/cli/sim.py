@@ -11,9 +11,6 @@ from hotshard.cli._console import note
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
 # simulate's options that a scenario may set (explicit flags win over the scenario's values)
-_SCENARIO_KEYS = ("dist", "profile", "rps", "duration", "arrivals", "order", "shards",
-                  "partitioner", "workers", "service", "split_hot", "replicas", "coalesce")
-
 
 @click.command()
 @click.argument("profile_path", required=False, metavar="[PROFILE]")
@@ -135,30 +132,14 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
 
 
 def _resolve(scenario, given, values) -> dict:
-    """The scenario's options with every explicitly given option on top; then defaults."""
-    from hotshard.sim.scenarios import DEFAULTS
+    """The scenario's options with every explicitly given option on top (the library's
+    ``scenario_options``), from click's values."""
+    from hotshard.sim.scenarios import SCENARIO_OPTIONS, scenario_options
 
-    options = {key: DEFAULTS[key] for key in _SCENARIO_KEYS}
-    if scenario:
-        from hotshard.sim.scenarios import example_path
-        from hotshard.sim.scenarios import scenario as lookup
-
-        options.update(lookup(scenario).options)
-        if options.get("profile"):
-            options["profile"] = str(example_path(options["profile"]))
-    explicit = {key: values[key] for key in _SCENARIO_KEYS if key in given}
-    if "profile_path" in given or values.get("profile_path"):
+    explicit = {key: values[key] for key in SCENARIO_OPTIONS if key in given}
+    if values.get("profile_path"):
         explicit["profile"] = values["profile_path"]
-        if "dist" not in given:
-            options["dist"] = None
-    if "dist" in given:
-        options["profile"] = None
-    options.update(explicit)
-    if not options["profile"] and not options["dist"]:
-        raise click.UsageError("give a PROFILE, --dist SPEC or --scenario NAME")
-    if options["profile"] and options["dist"]:
-        raise click.UsageError("give a PROFILE or --dist SPEC, not both")
-    return options
+    return scenario_options(scenario, **explicit)
 
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["INCIDENT_SERVICE", "SCENARIOS", "Scenario", "prepare", "run_scenario", "scenario"]
+from hotshard.errors import InputError
+
+__all__ = ["INCIDENT_SERVICE", "SCENARIOS", "SCENARIO_OPTIONS", "Scenario", "prepare",
+           "run_scenario", "scenario", "scenario_options"]
 
 
 # The incident's service, once, each value with its reason:
@@ -227,13 +230,48 @@ def prepare(options: dict) -> Prepared:
                     tuple(notes))
 
 
+# The options a scenario sets and a user may override one by one (simulate's flags).
+SCENARIO_OPTIONS = ("dist", "profile", "rps", "duration", "arrivals", "order", "shards",
+                    "partitioner", "workers", "service", "split_hot", "replicas", "coalesce")
+
+
+def scenario_options(name: str | None = None, **given) -> dict:
+    """The options of a run: ``DEFAULTS``, then scenario ``name``'s (its example profile as a
+    path), then every option in ``given`` on top, as ``hotshard simulate --scenario NAME
+    [--rps ...]`` combines them. A key source given (``profile`` or ``dist``) replaces the
+    scenario's, whichever kind it was.
+
+    Raises
+    ------
+    InputError
+        Neither a profile nor a distribution in the end, or both given; an unknown scenario.
+    """
+    unknown = sorted(set(given) - set(SCENARIO_OPTIONS))
+    if unknown:
+        raise TypeError(f"not scenario options: {', '.join(unknown)}")
+    options = {key: DEFAULTS[key] for key in SCENARIO_OPTIONS}
+    if name:
+        options.update(scenario(name).options)
+        if options.get("profile"):
+            options["profile"] = str(example_path(options["profile"]))
+    if given.get("profile") and "dist" not in given:
+        options["dist"] = None
+    if "dist" in given:
+        options["profile"] = None
+    options.update(given)
+    if not options["profile"] and not options["dist"]:
+        raise InputError("give a PROFILE, --dist SPEC or --scenario NAME")
+    if options["profile"] and options["dist"]:
+        raise InputError("give a PROFILE or --dist SPEC, not both")
+    return options
+
+
 def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
-    """Simulate scenario ``name`` (optionally over a shorter ``duration``) -> SimResult."""
+    """Simulate scenario ``name`` (optionally over a shorter ``duration``) -> SimResult: the
+    same options ``hotshard simulate --scenario NAME`` runs (``scenario_options``)."""
     from hotshard.sim.system import simulate
 
-    options = dict(scenario(name).options)
-    if options.get("profile"):
-        options["profile"] = str(example_path(options["profile"]))
+    options = scenario_options(name)
     ready = prepare(options)
     return simulate(ready.sampler, rps=options["rps"],
                     duration=duration or options["duration"], model=ready.model,
