@@ -130,7 +130,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         raise HotshardError(f"hotshard serve needs {', '.join(missing)}: "
                             "pip install 'hotshard[serve]' (make demo installs it)")
     from hotshard.mitigations import Mitigations
-    from hotshard.service.server import ServeConfig
+    from hotshard.service.server import ServeConfig, placement
     from hotshard.service.server import serve as run
 
     if store is not None:
@@ -140,7 +140,6 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
                 click.core.ParameterSource.COMMANDLINE and partitioner != "redis-cluster":
             raise click.UsageError("--store places channels by the cluster's slot map: give "
                                    "no other --partitioner")
-        partitioner, shards = "redis-cluster", None
     if append and not load_file:
         raise click.UsageError("--append adds a --load file's rows: give --load FILE too")
     if admin_token is not None:
@@ -152,20 +151,18 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
             raise click.BadParameter(str(e).replace("admin_token", "the token"),
                                      param_hint="'--admin-token' / HOTSHARD_ADMIN_TOKEN") \
                 from None
-    layout = {"ring_file": ring_file, "slots_map": slots_map, "map_file": map_file,
-              "chunks_file": chunks_file, "routing_shards": routing_shards}
-    if partitioner == "cassandra":
-        layout.update(num_tokens=num_tokens, ring_seed=ring_seed)
-    layout = {k: v for k, v in layout.items() if v is not None}
-    if any(k in layout for k in ("ring_file", "slots_map", "map_file", "chunks_file")):
-        shards_given = click.get_current_context().get_parameter_source("shards")
-        shards = shards if shards_given == click.core.ParameterSource.COMMANDLINE else None
+    shards_given = click.get_current_context().get_parameter_source("shards") == \
+        click.core.ParameterSource.COMMANDLINE
+    partitioner, shards, layout = placement(
+        partitioner, shards, shards_given=shards_given, store=store, key_type=key_type,
+        num_tokens=num_tokens, ring_seed=ring_seed, ring_file=ring_file, slots_map=slots_map,
+        map_file=map_file, chunks_file=chunks_file, routing_shards=routing_shards)
     mitigations = Mitigations(split_into=max(split, 1),
                               split_bucket_ms=max(1, round(split_bucket * 1000)),
                               replicas=replicas, cache_ttl_s=cache_ttl or 0.0,
                               coalesce=coalesce, channels=hot_channels, hot_share=hot_share)
     config = ServeConfig(Path(data_dir), shards=shards, partitioner=partitioner,
-                         layout={**layout, **({"key_type": key_type} if key_type else {})},
+                         layout=layout,
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
                          mitigations=mitigations, load=load_file, store=store, append=append,
                          admin_token=admin_token, shard_timeout_s=shard_timeout)

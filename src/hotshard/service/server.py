@@ -40,14 +40,46 @@ from hotshard.service.chat import DEFAULT_SHARD_TIMEOUT_S
 from hotshard.service.mitigations import for_service
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
-__all__ = ["LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig", "open_data_dir",
-           "running_service", "serve", "stored_messages"]
+__all__ = ["LAYOUT_FILES", "LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig",
+           "open_data_dir", "placement", "running_service", "serve", "stored_messages"]
 
 LAYOUT_RECORD = "hotshard-serve.json"
 LOCK_FILE = ".hotshard-serve.lock"
 # The files a start may add to a data directory (removed again if that start fails).
 _OURS = re.compile(r"^(shard-\d{3}\.(sqlite3(-wal|-shm|-journal)?|log)|splits\.json(\..*)?|"
                    + re.escape(LAYOUT_RECORD) + "|" + re.escape(LOCK_FILE) + ")$")
+
+
+# Layout options naming a file that says how many shards there are.
+LAYOUT_FILES = ("ring_file", "slots_map", "map_file", "chunks_file")
+
+
+def placement(partitioner: str, shards: int | None, *, shards_given: bool = True,
+              store: str | None = None, key_type: str | None = None,
+              num_tokens: int | None = None, ring_seed: int | None = None,
+              **files: str | None) -> tuple[str, int | None, dict[str, Any]]:
+    """(partitioner, shard count, layout) of a service, as ``ServeConfig`` takes them.
+
+    A Redis Cluster ``store`` places channels by its live slot map: partitioner
+    ``redis-cluster``, the count from the cluster. A layout file (``LAYOUT_FILES``) gives the
+    count itself, so a default ``shards`` (``shards_given`` False) is dropped rather than
+    checked against it; a count the user gave is checked against the file when the router is
+    built. Cassandra's token options apply to cassandra only.
+    """
+    unknown = sorted(set(files) - {*LAYOUT_FILES, "routing_shards"})
+    if unknown:
+        raise TypeError(f"not layout options: {', '.join(unknown)}")
+    if store is not None:
+        return "redis-cluster", None, ({"key_type": key_type} if key_type else {})
+    layout: dict[str, Any] = {k: v for k, v in files.items() if v is not None}
+    if partitioner == "cassandra":
+        layout.update({k: v for k, v in (("num_tokens", num_tokens), ("ring_seed", ring_seed))
+                       if v is not None})
+    if any(k in layout for k in LAYOUT_FILES) and not shards_given:
+        shards = None
+    if key_type:
+        layout["key_type"] = key_type
+    return partitioner, shards, layout
 
 
 @dataclass(frozen=True)
