@@ -13,6 +13,7 @@ without having to bring a real node into that state.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -42,6 +43,21 @@ def free_base(n: int) -> int:
         if ok:
             return base
     raise RuntimeError("no free port range")
+
+
+def predicted_node_shares(profile: str, state: local.ClusterState) -> tuple[list[float], int]:
+    """(each node's share of ``profile``'s requests in node order, the hottest node) by
+    ``hotshard predict --slots-from`` on the live cluster (the CLI as a user runs it)."""
+    from tests.conftest import run_cli
+
+    url = str(local.RedisURL(state.host, state.ports[0], password=state.password,
+                             scheme="redis"))
+    predicted = run_cli("predict", profile, "-p", "redis-cluster", "--slots-from", url,
+                        "--json")
+    assert predicted.returncode == 0, predicted.stderr
+    doc = json.loads(predicted.stdout)
+    shares = [s["share"] for s in sorted(doc["shards"], key=lambda s: s["shard"])]
+    return shares, doc["hottest"]["shard"]
 
 
 def node_client(state: local.ClusterState, port: int, **kwargs):

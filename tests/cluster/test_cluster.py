@@ -18,7 +18,7 @@ import pytest
 from hotshard.cluster import local
 from hotshard.cluster.topology import replica_map
 from tests.cluster._clusters import free_base as _free_base  # benchmarks import it here
-from tests.cluster._clusters import node_client
+from tests.cluster._clusters import node_client, predicted_node_shares
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
@@ -65,13 +65,7 @@ def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
 def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, nodes,
                                                                       tmp_path):
     state = cluster(nodes)
-    url = str(local.RedisURL(state.host, state.ports[0], password=state.password,
-                             scheme="redis"))
-    predicted = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", url,
-                        "--json")
-    assert predicted.returncode == 0, predicted.stderr
-    doc = json.loads(predicted.stdout)
-    shares = [s["share"] for s in sorted(doc["shards"], key=lambda s: s["shard"])]
+    shares, hottest = predicted_node_shares(PROFILE, state)
     before = _data_calls(state)
     out = tmp_path / "obs.json"
     r = run_cli("drive", state.url, "--keys", PROFILE, "--rps", "3000", "--duration", "10s",
@@ -83,7 +77,7 @@ def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, 
     measured = [c / total for c in calls]
     for node, (m, p) in enumerate(zip(measured, shares, strict=True)):
         assert abs(m - p) < 0.01, (node, measured, shares)
-    assert max(range(nodes), key=measured.__getitem__) == doc["hottest"]["shard"]
+    assert max(range(nodes), key=measured.__getitem__) == hottest
     obs = json.loads(out.read_text())
     assert [s["node"] for s in obs["shards"]] == [f"127.0.0.1:{p}" for p in state.ports]
 

@@ -36,6 +36,17 @@ def need(binary: str) -> str:
     return path
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server a test started: SIGTERM, then SIGKILL after 10 s; always reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def config(jobs: dict[str, dict]) -> str:
     """Prometheus YAML (JSON is YAML) scraping each job every second."""
     scrape = []
@@ -99,11 +110,5 @@ def prometheus(directory: Path, jobs: dict[str, dict]) -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
         log.close()

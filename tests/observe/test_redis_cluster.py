@@ -26,9 +26,9 @@ import pytest
 
 from hotshard.cluster import local
 from hotshard.observe.redis_cluster import observe_redis_cluster
-from tests.cluster._clusters import free_base
+from tests.cluster._clusters import free_base, predicted_node_shares
 from tests.conftest import ROOT, run_cli
-from tests.observe._prom import free_port, need, prometheus, scrapes
+from tests.observe._prom import free_port, need, prometheus, scrapes, stop
 
 pytestmark = pytest.mark.slow
 
@@ -56,12 +56,7 @@ def redis_exporter(password: str):
             time.sleep(0.1)
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _shares(obs: dict) -> list[float]:
@@ -72,13 +67,7 @@ def _shares(obs: dict) -> list[float]:
 def test_redis_cluster_observed_directly_and_through_redis_exporter(tmp_path):
     state = local.up(tmp_path / "c", nodes=3, port=free_base(3), persist=False)
     try:
-        url = str(local.RedisURL(state.host, state.ports[0], password=state.password,
-                                 scheme="redis"))
-        predicted = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", url,
-                            "--json")
-        assert predicted.returncode == 0, predicted.stderr
-        doc = json.loads(predicted.stdout)
-        expected = [s["share"] for s in sorted(doc["shards"], key=lambda s: s["shard"])]
+        expected, hot = predicted_node_shares(PROFILE, state)
         with redis_exporter(state.password) as exporter:
             targets = [f"redis://127.0.0.1:{p}" for p in state.ports]
             jobs = {"redis": {"metrics_path": "/scrape",
@@ -135,7 +124,6 @@ def test_redis_cluster_observed_directly_and_through_redis_exporter(tmp_path):
             assert abs(m - p) < 0.01, (name, node, _shares(obs), expected)
     for a, b in zip(_shares(direct), _shares(through), strict=True):
         assert abs(a - b) < 0.005, (_shares(direct), _shares(through))
-    hot = doc["hottest"]["shard"]
     for obs in (direct, through):  # the hot node's single core works hardest
         cpus = [s["cpu"] for s in obs["shards"]]
         assert max(range(3), key=cpus.__getitem__) == hot, cpus
