@@ -41,36 +41,50 @@ def _is_package(name: str) -> bool:
     return (SRC / name).is_dir() or (SRC / f"{name}.py").is_file()
 
 
-def _imports(path: Path, text: str | None = None) -> list[tuple[str, int]]:
-    """(hotshard top-level package imported, line) for every import in ``path`` (or in
-    ``text`` read as though it were that module)."""
+def _references(path: Path, text: str | None = None) -> list[tuple[list[str], int, str]]:
+    """Every module name ``path`` (or ``text`` read as though it were that module) refers
+    to, per AST node: (dotted names, line, kind). Kinds: "import"; "from" (``from m import
+    a, b``: m.a, m.b, then m itself, since each of a, b may be a module or a name in m);
+    "string" (a lazy table, ``import_module``); "launch" (a child's ``python -m hotshard``:
+    a dependency, not an import). One walker for both checks below: packages for the
+    layers, modules for the circles."""
     tree = ast.parse(path.read_text() if text is None else text, filename=str(path))
     here = path.relative_to(SRC).with_suffix("").parts
     found = []
     for node in ast.walk(tree):
-        names = []
+        names, kind = [], "import"
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against this module's package
-                base = list(here[:-node.level])  # a module's and an __init__'s alike
-                module = ".".join(["hotshard", *base, *([node.module] if node.module else [])])
-                names = [module]
-            elif node.module:
-                names = [node.module]
-                if node.module == "hotshard":
-                    names = [f"hotshard.{a.name}" for a in node.names]
-        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and "." in node.value and _MODULE_STRING.match(node.value)):
-            names = [node.value]
-        if isinstance(node, ast.List | ast.Tuple):  # [python, "-m", "hotshard", ...]
+            # relative: resolved against this module's package (a module's and an __init__'s
+            # alike); ``from pkg import mod`` imports the module, ``from mod import name`` mod
+            base = ("hotshard", *here[:-node.level]) if node.level else ()
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names, kind = [f"{module}.{a.name}" for a in node.names] + [module], "from"
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and "." in node.value and _MODULE_STRING.match(node.value)):
+            names, kind = [node.value], "string"
+        elif isinstance(node, ast.List | ast.Tuple):  # [python, "-m", "hotshard", ...]
             values = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
             names = [f"{b}.__main__" for a, b in zip(values, values[1:], strict=False)
                      if a == "-m" and b == "hotshard"]
+            kind = "launch"
+        if names:
+            found.append((names, node.lineno, kind))
+    return found
+
+
+def _imports(path: Path, text: str | None = None) -> list[tuple[str, int]]:
+    """(hotshard top-level package referred to, line) for every reference in ``path``."""
+    found = []
+    for names, line, _ in _references(path, text):
+        packages = []
         for name in names:
             bits = name.split(".")
-            if bits[0] == "hotshard" and len(bits) > 1 and _is_package(bits[1]):
-                found.append((bits[1], node.lineno))
+            if (bits[0] == "hotshard" and len(bits) > 1 and _is_package(bits[1])
+                    and bits[1] not in packages):
+                packages.append(bits[1])
+        found += [(package, line) for package in packages]
     return found
 
 
@@ -121,30 +135,34 @@ def _module_of(path: Path) -> str:
     return ".".join(("hotshard", *path.relative_to(SRC).with_suffix("").parts))
 
 
-def _module_imports(path: Path) -> set[str]:
-    """The hotshard modules (not package ``__init__``s) that ``path`` imports, in any form."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    here = path.relative_to(SRC).with_suffix("").parts
+def _module_imports(path: Path, text: str | None = None) -> set[str]:
+    """The hotshard modules (not package ``__init__``s) that ``path`` imports, in any form
+    but a child process's launch: each named module file (of ``from m import a, b``, the
+    ones of m.a, m.b that are modules, else m)."""
     found = set()
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = ("hotshard", *here[:-node.level]) if node.level else ()
-            module = ".".join([*base, *([node.module] if node.module else [])])
-            # ``from pkg import mod`` imports the module; ``from mod import name`` the module
-            names = [f"{module}.{a.name}" for a in node.names] + [module]
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and _MODULE_STRING.match(node.value)):
-            names = [node.value]
-        for name in names:
-            rel = Path(*name.split(".")[1:]) if name.startswith("hotshard.") else None
-            if rel is not None and (SRC / rel).with_suffix(".py").is_file():
-                found.add(name)
-                if isinstance(node, ast.ImportFrom):
-                    break  # the most specific module named
+    for names, _, kind in _references(path, text):
+        if kind == "launch":
+            continue
+        files = [n for n in names if n.startswith("hotshard.")
+                 and (SRC / Path(*n.split(".")[1:])).with_suffix(".py").is_file()]
+        if kind == "from":
+            files = [n for n in files if n != names[-1]] or files
+        found.update(files)
     return found
+
+
+@pytest.mark.parametrize(("source", "modules"), [
+    ("from hotshard.sim import system, cache\n", {"hotshard.sim.system", "hotshard.sim.cache"}),
+    ("from hotshard.sim.system import simulate\n", {"hotshard.sim.system"}),
+    ("from .locality import Locality\n", {"hotshard.profile.locality"}),
+    ("import hotshard.sim.system, hotshard.sim.cache\n",
+     {"hotshard.sim.system", "hotshard.sim.cache"}),
+    ("LAZY = {'simulate': 'hotshard.sim.system'}\n", {"hotshard.sim.system"}),
+    ("cmd = [sys.executable, '-m', 'hotshard', 'serve']\n", set()),
+])
+def test_the_circle_checker_sees_each_module_named(source, modules):
+    as_if = SRC / "profile" / "probe.py"
+    assert _module_imports(as_if, source) == modules
 
 
 def test_no_import_circle_between_modules():
