@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hotshard.errors import ProfileError
-from hotshard.profile._locality_kernels import stack_pass
+from hotshard.profile._locality_kernels import joint_pass, stack_pass
 from hotshard.profile.locality import (
     BINS_PER_OCTAVE,
     N_BINS,
@@ -64,6 +64,31 @@ def test_the_stack_pass_equals_a_brute_force_lru_stack(seed):
         r_bins = np.floor(BINS_PER_OCTAVE * np.log2([reuses[i] for i in mine]) + 1e-9)
         assert np.array_equal(stack[c], np.bincount(s_bins.astype(int), minlength=N_BINS))
         assert np.array_equal(reuse[c], np.bincount(r_bins.astype(int), minlength=N_BINS))
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_the_joint_pass_counts_every_chosen_reference_as_the_brute_force_stack(every):
+    """joint[c, r, s] holds each counted re-reference's (reuse bin, distance bin) exactly;
+    with ``every`` > 1 only references i with i % every == 0 are counted (the correction's
+    even sample of P(distance | reuse)), while the stack still moves on every one."""
+    rng = np.random.default_rng(7)
+    stream = (rng.zipf(1.3, 12_000) % 200).astype(np.int64)
+    _, dense = np.unique(stream, return_inverse=True)
+    k = int(dense.max()) + 1
+    key_class = class_of(np.bincount(dense, minlength=k))
+    n_classes = int(key_class.max()) + 1
+    used = 80
+    joint = joint_pass(dense, k, key_class, n_classes, used, bin_lows(), BINS_PER_OCTAVE,
+                       every=every)
+    distances, reuses = _brute_force(dense.tolist())
+    want = np.zeros_like(joint)
+    for i, key in enumerate(dense.tolist()):
+        if distances[i] is None or i % every:
+            continue
+        s_bin = int(np.floor(BINS_PER_OCTAVE * np.log2(distances[i] + 1) + 1e-9))
+        r_bin = int(np.floor(BINS_PER_OCTAVE * np.log2(reuses[i]) + 1e-9))
+        want[key_class[key], min(r_bin, used - 1), min(s_bin, used - 1)] += 1
+    assert np.array_equal(joint, want)
 
 
 def test_the_marker_count_equals_a_popcount_at_every_level():

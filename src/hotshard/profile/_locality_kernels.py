@@ -243,14 +243,15 @@ def _stack(n_keys: int):
 
 
 @njit(cache=True, inline="always")
-def _touch(bits, c1, c2, c3, owner, last, cap: int, key: int, i: int, pos: int
-           ) -> tuple[int, int, int]:
+def _touch(bits, c1, c2, c3, owner, last, cap: int, key: int, i: int, pos: int,
+           measure: bool = True) -> tuple[int, int, int]:
     """Reference ``i`` to ``key`` with the next marker at ``pos`` (< cap): (stack distance,
-    reuse time, next pos); distance -1 for a first reference."""
+    reuse time, next pos); distance -1 for a first reference, 0 for a re-reference when not
+    ``measure`` (the stack moves all the same; counting the distance is the costly part)."""
     old = last[key, 0]
     d, gap = -1, 0
     if old >= 0:
-        d = _after(bits, c1, c2, c3, old, pos)
+        d = _after(bits, c1, c2, c3, old, pos) if measure else 0
         gap = i - last[key, 1]
         _move(bits, c1, c2, c3, old, False)
     _move(bits, c1, c2, c3, pos, True)
@@ -262,10 +263,11 @@ def _touch(bits, c1, c2, c3, owner, last, cap: int, key: int, i: int, pos: int
 
 @njit(cache=True)
 def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n_bins: int,
-          lo: np.ndarray, per_octave: int, joint_bins: int
+          lo: np.ndarray, per_octave: int, joint_bins: int, every: int = 1
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The one Mattson pass behind ``stack_pass`` and ``joint_pass``: (stack, reuse, first,
-    joint), joint only when ``joint_bins`` > 0 (and stack, reuse then left empty)."""
+    joint), joint only when ``joint_bins`` > 0 (and stack, reuse then left empty); only
+    every ``every``-th reference is counted (all of them move the stack)."""
     stack = np.zeros((n_classes, n_bins), dtype=np.int64)
     reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
     first = np.zeros(n_classes, dtype=np.int64)
@@ -280,7 +282,10 @@ def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n
         c = key_class[key]
         if pos == cap:
             pos = _renumber(bits, c1, c2, c3, owner, last[:, 0])
-        d, gap, pos = _touch(bits, c1, c2, c3, owner, last, cap, key, i, pos)
+        counted = every == 1 or i % every == 0
+        d, gap, pos = _touch(bits, c1, c2, c3, owner, last, cap, key, i, pos, counted)
+        if not counted:
+            continue
         if d < 0:
             first[c] += 1
             continue
@@ -311,11 +316,14 @@ def stack_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: i
 
 
 def joint_pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int,
-               n_bins: int, lo: np.ndarray, per_octave: int) -> np.ndarray:
+               n_bins: int, lo: np.ndarray, per_octave: int, every: int = 1) -> np.ndarray:
     """joint[c, r, s]: re-references of class c with reuse-time bin r and stack-distance bin
     s (both capped at ``n_bins`` - 1), by the pass of ``stack_pass``: how a stream turns
-    reuse times into distances."""
-    return _pass(ids, n_keys, key_class, n_classes, 1, lo, per_octave, n_bins)[3]
+    reuse times into distances. ``every``: count only every ``every``-th reference, an
+    unbiased sample of P(s | r) (which reference is counted does not depend on its key or
+    its distance) at a fraction of the cost, since counting a distance is most of a step."""
+    return _pass(ids, n_keys, key_class, n_classes, 1, lo, per_octave, n_bins,
+                 max(int(every), 1))[3]
 
 
 @njit(cache=True, inline="always")
