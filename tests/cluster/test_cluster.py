@@ -119,7 +119,7 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
         plan = json.loads((tmp_path / "data" / "splits.json").read_text())["splits"][0]
         assert sorted(plan["shards"]) == [0, 1, 2]  # three buckets on three nodes
         r = svc.post("/admin/mitigations", json={"replicas": 2}, headers=svc.admin_headers)
-        assert r.status_code == 400 and "cluster up --replicas 1" in r.json()["error"]
+        assert r.status_code == 400 and "cluster up --replicas 2" in r.json()["error"]
     streams = sum(node_client(state, p).dbsize() for p in state.ports)
     assert streams >= 150  # the loaded channels' streams (200 keys, zipf) and the buckets
 
@@ -196,13 +196,13 @@ def test_client_follows_ask_while_a_slot_migrates(cluster):
 
 
 def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
-    """`cluster up --replicas 1` (a replica node per master); serve --store --replicas 2 (two
+    """`cluster up --replicas 2` (a replica node per master); serve --store --replicas 2 (two
     read nodes per shard) reads the hot channel from the master and its replica in turn (the
     replica's own command count rises)."""
     from tests.service._traffic import serve
 
     base = _free_base(6)
-    state = local.up(tmp_path / "c", nodes=3, port=base, replicas=1, persist=False)
+    state = local.up(tmp_path / "c", nodes=3, port=base, replicas=2, persist=False)
     try:
         assert len(state.ports) == 6
         store = state.url

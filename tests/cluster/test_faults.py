@@ -366,7 +366,7 @@ def test_the_client_follows_a_failover_after_its_master_is_killed(tmp_path):
     although no node ever answers MOVED for the dead one."""
     from hotshard.drive.redis_target import RedisClusterTarget
 
-    state = local.up(tmp_path / "c", nodes=3, replicas=1, port=free_base(6), persist=False)
+    state = local.up(tmp_path / "c", nodes=3, replicas=2, port=free_base(6), persist=False)
     try:
         victim = state.addresses[1]
         target = RedisClusterTarget(state.url, timeout=1.0)

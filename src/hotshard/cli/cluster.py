@@ -44,8 +44,10 @@ def cluster():
 @click.option("--dir", "directory", default="hotshard-cluster", show_default=True,
               help="Where the nodes keep their files and cluster.json (mode 0600) records "
                    "their pids and the password.")
-@click.option("--replicas", type=click.IntRange(0, 5), default=0, show_default=True,
-              help="Replica nodes per master (ports after the masters'); reads may use them.")
+@click.option("--replicas", type=click.IntRange(1, 6), default=1, show_default=True,
+              help="Nodes per shard, the master included (1: no replica; 3: the master and "
+                   "2 replica nodes, on the ports after the masters'), as every hotshard "
+                   "command counts read nodes: serve --store --replicas R needs R here.")
 @click.option("--no-persist", is_flag=True,
               help="No append-only file (default: appendonly yes, fsync everysec).")
 def up(nodes, port, directory, replicas, no_persist):
@@ -64,7 +66,8 @@ def up(nodes, port, directory, replicas, no_persist):
     state = start(directory, nodes=nodes, port=port, persist=not no_persist,
                   replicas=replicas)
     bare = RedisURL(state.host, state.ports[0])  # the URL without the password
-    note(f"{nodes} masters" + (f" + {nodes * replicas} replicas" if replicas else "")
+    note(f"{nodes} masters" + (f" + {nodes * (replicas - 1)} replica nodes ({replicas} "
+                                f"nodes per shard)" if replicas > 1 else "")
          + f" on 127.0.0.1:{state.ports[0]}-{state.ports[-1]} (pids "
          f"{', '.join(map(str, state.pids))}), password required (in {directory}/cluster.json"
          f"); stop with `hotshard cluster down --dir {directory}`")

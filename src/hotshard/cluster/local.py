@@ -382,10 +382,13 @@ def _task_room() -> list[tuple[int, str]]:
 
 def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
        host: str = "127.0.0.1", persist: bool = True, timeout: float = 30.0,
-       replicas: int = 0) -> ClusterState:
-    """Start an N-master cluster (and ``replicas`` replica nodes per master, on the ports
-    after the masters'), every node requiring a new random password; return once every node
-    reports ``cluster_state:ok`` and every replica has synced with its master.
+       replicas: int = 1) -> ClusterState:
+    """Start an N-master cluster, each shard on ``replicas`` nodes in total: the master and
+    ``replicas - 1`` replica nodes (on the ports after the masters'), every node requiring a
+    new random password; return once every node reports ``cluster_state:ok`` and every
+    replica has synced with its master. ``replicas`` counts read nodes as every hotshard
+    command does (``Mitigations.replicas``: 1, the default, is no replica), so ``serve
+    --store --replicas R`` runs on a cluster started with ``replicas=R``.
 
     All or nothing: a start that fails or is interrupted (KeyboardInterrupt, or any other
     exception, such as the CLI's on SIGTERM) kills the nodes it started and removes what it
@@ -403,10 +406,12 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
     """
     if not 1 <= nodes <= 1000:
         raise InputError(f"nodes must be in 1..1000, got {nodes}")
-    if not 0 <= replicas <= 5:
-        raise InputError(f"replicas must be in 0..5 per master, got {replicas}")
+    if not 1 <= replicas <= 6:
+        raise InputError(f"replicas counts each shard's nodes, the master included: 1..6 "
+                         f"(1: no replica node), got {replicas}")
     masters = nodes
-    nodes = masters * (1 + replicas)
+    per_master = replicas - 1   # replica nodes per master, as Redis counts them
+    nodes = masters * (1 + per_master)
     if not 1 <= port <= 65535 - BUS_OFFSET - nodes:
         raise InputError(f"port must leave room for {nodes} nodes and their bus ports "
                          f"(+{BUS_OFFSET}), got {port}")
@@ -438,7 +443,7 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
         state = ClusterState(host, ports, tuple(pr.pid for pr in procs), str(root.resolve()),
                              persist, password)
         _write_private(root / STATE_FILE, json.dumps(state.to_dict(), indent=2) + "\n")
-        _form(state, procs, masters, replicas, timeout)
+        _form(state, procs, masters, per_master, timeout)
     except BaseException:
         with _signals_held():
             for pr in procs:
@@ -512,7 +517,7 @@ def _start_node(binary: str, root: Path, host: str, port: int, password: str,
                                   umask=0o077))
 
 
-def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, replicas: int,
+def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, per_master: int,
           timeout: float) -> None:
     """Wait for the nodes, assign the slots, introduce the nodes, attach the replicas."""
     host, ports, root = state.host, state.ports, Path(state.dir)
@@ -535,7 +540,7 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
     for p, (first, last) in zip(ports[:masters], even_slot_ranges(masters), strict=True):
         ask(node(p), "CLUSTER", "ADDSLOTSRANGE", first, last)
     ask_all(node(ports[0]), [("CLUSTER", "MEET", host, p) for p in ports[1:]])
-    if replicas:
+    if per_master:
         ids = {p: ask(node(p), "CLUSTER", "MYID") for p in ports}
 
         def everyone_knows_everyone() -> bool:
@@ -554,7 +559,7 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
         return True
 
     _wait(all_ok, timeout, "the cluster did not reach cluster_state:ok")
-    if replicas:
+    if per_master:
         def synced() -> bool:
             return all(parse_info(ask(node(p), "INFO", "replication")).get(
                 "master_link_status") == "up" for p in ports[masters:])
@@ -562,7 +567,7 @@ def _form(state: ClusterState, procs: list[subprocess.Popen], masters: int, repl
         _wait(synced, timeout, "the replicas did not sync with their masters")
 
         def announced() -> bool:  # every node's slot map lists the replicas (gossip)
-            return all(len(r[3]) == replicas for p in ports for r in topology(node(p)))
+            return all(len(r[3]) == per_master for p in ports for r in topology(node(p)))
 
         _wait(announced, timeout, "the replicas were not announced to every node")
 

@@ -10,7 +10,8 @@ low 10 bits, as the SQLite store does) and written as the stream entry id ``<ms>
 bits>``, so paging by ``before`` is an exclusive ``XREVRANGE``. Durability is Redis's: a write
 is acknowledged once the node applied it; with ``appendfsync everysec`` a crash of the machine
 (not of the process) can lose up to about a second of acknowledged writes. Read replicas are
-the cluster's own replica nodes (``cluster up --replicas R``), read with READONLY: Redis
+the cluster's own replica nodes (``cluster up --replicas R``: R nodes per shard), read with
+READONLY: Redis
 replicates asynchronously, so a replica read can miss the last writes (typically under a
 millisecond on loopback). The password is the URL's or, when it gives none, the environment
 variable ``REDISCLI_AUTH``. Loading the slot map and the nodes' pids at start is bounded by
@@ -170,13 +171,13 @@ class RedisBackend:
     async def set_replicas(self, replicas: int) -> None:
         """Reads of hot channels from ``replicas`` nodes per shard, the master and
         ``replicas - 1`` of its own replica nodes (READONLY): the cluster must have been
-        started with them (`cluster up --replicas R`, which counts replica nodes per master as
-        redis-cli does)."""
+        started with them (`cluster up --replicas R`, which counts a shard's nodes the same
+        way)."""
         have = self.available_replicas()
         if replicas - 1 > have:
             raise InputError(f"reading each shard from {replicas} nodes needs {replicas - 1} "
                              f"replica node(s) per master; this cluster has {have}: start it "
-                             f"with `hotshard cluster up --replicas {replicas - 1}`")
+                             f"with `hotshard cluster up --replicas {replicas}`")
         self.replicas = replicas
 
     def primary(self, shard: int) -> _NodeClient:
