@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,16 +182,36 @@ class _Shards:
         return str(self.router.shard_of(key)) if self.router is not None else None
 
 
+@dataclass(frozen=True)
+class Pace:
+    """The driver's time, injected: ``clock()`` is seconds since the run's start (negative
+    before it), ``sleep(s)`` waits that long, ``stamp(t)`` turns a transport's send instant
+    (on the event loop's clock) into the driver's. A run uses the event loop's monotonic
+    clock (``on_loop``); a test gives virtual time, so pacing is checked exactly."""
+
+    clock: Callable[[], float]
+    sleep: Callable[[float], Awaitable[Any]]
+    stamp: Callable[[float], float]
+
+    @classmethod
+    def on_loop(cls, loop: asyncio.AbstractEventLoop, start_epoch: float) -> Pace:
+        """Time 0 at the wall-clock instant ``start_epoch`` that every process agreed on,
+        measured on this loop's monotonic clock."""
+        t0 = loop.time() + (start_epoch - time.time())
+        return cls(clock=lambda: loop.time() - t0, sleep=asyncio.sleep,
+                   stamp=lambda written: written - t0)
+
+
 async def _one(target: Any, recorder: Recorder, shards: _Shards, data: bytes, key: str,
-               is_read: bool, intended: float, clock: Callable[[], float], state: dict) -> None:
-    sent = clock()
+               is_read: bool, intended: float, pace: Pace, state: dict) -> None:
+    sent = pace.clock()
     try:
         status, header, written = await target.send(data)
-        sent = written - (asyncio.get_running_loop().time() - clock())  # loop time -> ours
+        sent = pace.stamp(written)
         error = None if 200 <= status < 400 else f"http {status}"
     except TransportError as e:
         header, error = e.shard, e.kind
-    done = clock()
+    done = pace.clock()
     state["inflight"] -= 1
     recorder.record(intended=intended, sent=sent, done=done, shard=shards.of(key, header),
                     error=error, is_read=is_read, key=key, payload=len(data))
@@ -199,13 +219,14 @@ async def _one(target: Any, recorder: Recorder, shards: _Shards, data: bytes, ke
 
 async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target: Any,
                      recorder: Recorder, start_epoch: float, stop: Any,
-                     progress: Callable[[dict], None] | None) -> int:
+                     progress: Callable[[dict], None] | None, pace: Pace | None = None) -> int:
+    """Send each arrival of this process's share of the schedule when it is due, whether or
+    not earlier ones returned; an arrival due while ``max_inflight`` are out is dropped and
+    counted. Latency counts from the due instant, so a late send (the driver behind
+    schedule) or a stalled target shows in every request it delays."""
     loop = asyncio.get_running_loop()
-    t0 = loop.time() + (start_epoch - time.time())
-
-    def clock() -> float:
-        return loop.time() - t0
-
+    pace = pace or Pace.on_loop(loop, start_epoch)
+    clock = pace.clock
     shards = _Shards(config.partitioner)
     state = {"inflight": 0}
     tasks: set[asyncio.Task] = set()
@@ -217,7 +238,7 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
             due = float(times[j])
             delay = due - clock()
             if delay > 0.0005:
-                await asyncio.sleep(delay)
+                await pace.sleep(delay)
             elif not j % 8:
                 await asyncio.sleep(0)  # behind schedule: still let replies be handled
             if stop.is_set():
@@ -231,7 +252,7 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
             data = target.build(bool(reads[j]), key, int(sizes[j]), int(indices[j]))
             state["inflight"] += 1
             task = loop.create_task(_one(target, recorder, shards, data, key, bool(reads[j]),
-                                         due, clock, state))
+                                         due, pace, state))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
             sent += 1
@@ -246,16 +267,13 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
 
 async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, target: Any,
                        recorder: Recorder, start_epoch: float, stop: Any,
-                       progress: Callable[[dict], None] | None) -> int:
+                       progress: Callable[[dict], None] | None, pace: Pace | None = None
+                       ) -> int:
     """U users (split over processes), each sending its next request when the last returns;
     latency from the actual send, as a closed-loop tool reports it."""
-    loop = asyncio.get_running_loop()
-    t0 = loop.time() + (start_epoch - time.time())
-
-    def clock() -> float:
-        return loop.time() - t0
-
-    await asyncio.sleep(max(0.0, -clock()))
+    pace = pace or Pace.on_loop(asyncio.get_running_loop(), start_epoch)
+    clock = pace.clock
+    await pace.sleep(max(0.0, -clock()))
     shards = _Shards(config.partitioner)
     users = [u for u in range(config.closed_users or 1) if u % config.processes == process]
     counter = {"sent": 0}
@@ -272,12 +290,12 @@ async def _closed_loop(config: DriveConfig, process: int, keys: KeySource, targe
             data = target.build(bool(reads[j]), key, int(sizes[j]), index)
             state["inflight"] += 1
             counter["sent"] += 1
-            await _one(target, recorder, shards, data, key, bool(reads[j]), clock(), clock,
+            await _one(target, recorder, shards, data, key, bool(reads[j]), clock(), pace,
                        state)
 
     async def report() -> None:
         while progress is not None:
-            await asyncio.sleep(0.5)
+            await pace.sleep(0.5)
             progress({"t": clock(), "sent": counter["sent"], "inflight": state["inflight"],
                       "recorder": recorder})
 
