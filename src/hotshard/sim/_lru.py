@@ -1,4 +1,4 @@
-"""The compiled LRU of ``sim.cache.lru_hits`` (numba): a doubly linked list over dense ids."""
+"""The compiled LRU of ``sim.cache.LRUCache`` (numba): a doubly linked list over dense ids."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from numba import njit
 
 
 @njit(cache=True)
-def lru_kernel(ids, n_keys, capacity):
-    """Hit flags of ``ids`` (dense, 0..n_keys-1) through an LRU of ``capacity`` entries:
-    ``prev``/``nxt`` link the cached ids from most (head) to least (tail) recent."""
+def lru_kernel(ids, n_keys, capacity, initial):
+    """Hit flags of ``ids`` (dense, 0..n_keys-1) through an LRU of ``capacity`` entries that
+    holds ``initial`` at first (dense ids, most recent first, at most ``capacity``):
+    ``prev``/``nxt`` link the cached ids from most (head) to least (tail) recent. Returns the
+    flags and what the cache holds at the end, most recent first (the next call's
+    ``initial``)."""
     hits = np.zeros(ids.size, dtype=np.bool_)
     prev = np.full(n_keys, -1, dtype=np.int64)
     nxt = np.full(n_keys, -1, dtype=np.int64)
@@ -17,6 +20,16 @@ def lru_kernel(ids, n_keys, capacity):
     head = -1
     tail = -1
     size = 0
+    for i in range(initial.size):   # rebuild the list as the last call left it
+        k = initial[i]
+        cached[k] = True
+        prev[k] = tail
+        if tail >= 0:
+            nxt[tail] = k
+        else:
+            head = k
+        tail = k
+        size += 1
     for i in range(ids.size):
         k = ids[i]
         if cached[k]:
@@ -50,4 +63,9 @@ def lru_kernel(ids, n_keys, capacity):
         head = k
         if tail < 0:
             tail = k
-    return hits
+    final = np.empty(size, dtype=np.int64)
+    k = head
+    for j in range(size):
+        final[j] = k
+        k = nxt[k]
+    return hits, final

@@ -12,12 +12,18 @@ against a real clock, so a run and its model see the same bursts. Three processe
 All three are built the same way, block by block: a Poisson count for each block of time in
 which the rate is constant, then that many sorted uniform times inside it. Memory is the
 output plus a bounded working set, whatever the duration.
+
+The simulator does not take a whole run's times at once: ``arrival_blocks`` gives them block
+by block (about ``BLOCK_EVENTS`` expected requests of time each, or one bin of a profile's
+arrivals), each block drawn from its own seed, so a day's arrivals need one block's memory
+and the times are the same however the run is grouped into windows.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -29,11 +35,14 @@ from hotshard._files import is_number, require_file
 from hotshard.errors import InputError
 
 __all__ = [
+    "BLOCK_EVENTS",
+    "ArrivalBlocks",
     "ArrivalProcess",
     "OnOffArrivals",
     "PoissonArrivals",
     "ProfileArrivals",
     "TraceArrivals",
+    "arrival_blocks",
     "from_rate_trace",
     "on_off",
     "on_off_dispersion",
@@ -50,6 +59,11 @@ RNG = np.random.Generator | int | None
 # sorted uniforms are made for at most about _CHUNK_EVENTS events at a time: the working set.
 _BLOCK_EVENTS = 1 << 16
 _CHUNK_EVENTS = 1 << 20
+# A run's arrivals are drawn in blocks of about this many expected requests (a profile's: one
+# bin of its arrivals), each from its own seed: small enough that a block's arrays stay in a
+# few megabytes, large enough that the per-block overhead (a generator, a few numpy calls) is
+# under a percent of the drawing
+BLOCK_EVENTS = 1 << 16
 # A rate trace may span at most this many seconds (about 116 days, 80 MB of rates).
 MAX_TRACE_SECONDS = 10_000_000
 _SPEC_HELP = "use poisson, onoff[:BURST[:ON_FRACTION[:MEAN_PERIOD]]] or trace:PATH"
@@ -278,6 +292,21 @@ class PoissonArrivals:
     def times(self, rate, duration, rng=None) -> Times:
         return poisson(rate, duration, rng)
 
+    def blocks(self, rate, duration, seed: int) -> ArrivalBlocks:
+        """The same process block by block (see ``arrival_blocks``)."""
+        rate = _positive(rate, "rate", "per second")
+        duration = _positive(duration, "duration", "seconds")
+        width, count = _block_grid(rate, duration)
+
+        def draw() -> Iterator[Times]:
+            for b in range(count):
+                lo = b * width
+                hi = duration if b == count - 1 else (b + 1) * width
+                yield _emit(np.array([lo]), np.array([hi - lo]), np.array([rate]),
+                            _block_rng(seed, b))
+
+        return ArrivalBlocks(width, count, draw())
+
     def index_of_dispersion(self, rate: float, window: float = math.inf) -> float:
         """1: Poisson counts have variance equal to their mean in every window."""
         return 1.0
@@ -340,6 +369,24 @@ class OnOffArrivals:
         on, off = self.rates(rate)
         return _emit(starts, ends - starts, np.where(state == 0, on, off), rng)
 
+    def blocks(self, rate, duration, seed: int) -> ArrivalBlocks:
+        """The same process block by block (see ``arrival_blocks``): the bursts and quiet
+        spells are one chain over the whole run, drawn as the blocks reach them, so a burst
+        crosses block edges as it would cross any instant."""
+        rate = _positive(rate, "rate", "per second")
+        duration = _positive(duration, "duration", "seconds")
+        width, count = _block_grid(rate, duration)
+        spells = _Spells(self, rate, np.random.default_rng(_block_seed(seed, "spells")))
+
+        def draw() -> Iterator[Times]:
+            for b in range(count):
+                lo = b * width
+                hi = duration if b == count - 1 else (b + 1) * width
+                starts, ends, rates = spells.between(lo, hi)
+                yield _emit(starts, ends - starts, rates, _block_rng(seed, b))
+
+        return ArrivalBlocks(width, count, draw())
+
     def index_of_dispersion(self, rate: float, window: float = math.inf) -> float:
         """Var N / E N of the counts in a window of ``window`` seconds (see
         ``on_off_dispersion``)."""
@@ -382,6 +429,45 @@ class ProfileArrivals:
         cascade = CascadeArrivals(self.model, events, events / duration,
                                   int(rng.integers(0, 2**63 - 1)), real_time=True)
         return cascade.times(np.arange(events, dtype=np.int64))
+
+    def blocks(self, rate, duration, seed: int) -> ArrivalBlocks:
+        """The same times as ``times(rate, duration, seed)``, one bin of the profile's
+        resolution at a time (each bin of the cascade is drawn from its own seed, so a bin
+        is the natural block; a profile's bin at production's rate is a few hundred
+        thousand requests)."""
+        from hotshard.workload.profile_arrivals import CascadeArrivals
+
+        rate = _positive(rate, "rate", "per second")
+        duration = _positive(duration, "duration", "seconds")
+        rng = np.random.default_rng(seed)
+        events = max(1, int(round(rate * duration)))
+        cascade = CascadeArrivals(self.model, events, events / duration,
+                                  int(rng.integers(0, 2**63 - 1)), real_time=True)
+        cum = self._bin_rows(events, duration)
+
+        def draw() -> Iterator[Times]:
+            for b in range(cum.size - 1):
+                yield cascade.times(np.arange(cum[b], cum[b + 1], dtype=np.int64))
+
+        return ArrivalBlocks(float(self.model.resolution_s), int(cum.size - 1), draw())
+
+    def _bin_rows(self, events: int, duration: float) -> NDArray[np.int64]:
+        """Where each bin's requests start in the run (the cascade's own deal of ``events``
+        over real-time bins, ``CascadeArrivals``): blocks cut there draw each bin once. Were
+        the two to differ, a bin would be drawn for each block it straddles: slower, the
+        same times."""
+        from hotshard.workload.profile_sampler import largest_remainder
+
+        res = float(self.model.resolution_s)
+        n_bins = max(1, int(math.ceil(duration / res - 1e-9)))
+        widths = np.full(n_bins, res)
+        widths[-1] = duration - (n_bins - 1) * res
+        counts = np.asarray(self.model.counts)
+        weights = counts[np.arange(n_bins) % counts.size] * (widths / res)
+        if not weights.sum() > 0:
+            weights = widths.copy()
+        dealt = largest_remainder(np.asarray(weights, dtype=np.float64), int(events))
+        return np.concatenate([[0], np.cumsum(dealt)]).astype(np.int64)
 
     def index_of_dispersion(self, rate: float, window: float = math.inf) -> float:
         """The measured index of dispersion at the scale nearest ``window`` (in log terms);
@@ -441,6 +527,28 @@ class TraceArrivals:
         InputError
             If ``duration`` exceeds the trace, or the window has no traffic to scale.
         """
+        widths, rates = self._scaled(rate, duration)
+        starts = np.arange(rates.size, dtype=np.float64)
+        return _emit(starts, widths, rates, np.random.default_rng(rng))
+
+    def blocks(self, rate, duration, seed: int) -> ArrivalBlocks:
+        """The same process block by block (see ``arrival_blocks``): whole seconds of the
+        trace, about ``BLOCK_EVENTS`` expected requests a block."""
+        widths, rates = self._scaled(rate, duration)
+        per_second = float(np.sum(rates * widths)) / float(widths.sum())
+        span = max(1, int(BLOCK_EVENTS / per_second)) if per_second > 0 else rates.size
+        count = -(-rates.size // span)
+        starts = np.arange(rates.size, dtype=np.float64)
+
+        def draw() -> Iterator[Times]:
+            for b in range(count):
+                cut = slice(b * span, (b + 1) * span)
+                yield _emit(starts[cut], widths[cut], rates[cut], _block_rng(seed, b))
+
+        return ArrivalBlocks(float(span), count, draw())
+
+    def _scaled(self, rate, duration) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(widths, rates) of the seconds ``times`` draws from (see there)."""
         widths = np.ones(self.rates.size)
         rates = self.rates
         if duration is not None:
@@ -459,8 +567,7 @@ class TraceArrivals:
                                  f"{float(widths.sum()):g} s, so it cannot be scaled to rate "
                                  f"{rate:g}")
             rates = rates * (rate * float(widths.sum()) / expected)
-        starts = np.arange(rates.size, dtype=np.float64)
-        return _emit(starts, widths, rates, np.random.default_rng(rng))
+        return widths, rates
 
     def to_dict(self) -> dict:
         return {"kind": "trace", "source": self.source, "duration_s": self.duration,
@@ -572,3 +679,87 @@ def _sorted_uniforms(starts, widths, counts, rng) -> Times:
     block = np.repeat(np.arange(nb), counts)
     u = (s[keep] - base[block]) / span[block]
     return starts[block] + widths[block] * u
+
+
+@dataclass(frozen=True, eq=False)
+class ArrivalBlocks:
+    """A run's arrival times, block after block of time: ``count`` blocks of about
+    ``seconds`` each (the last may be shorter), iterated once, in order (a bursty process's
+    state runs from one block into the next). Every block's times are sorted and none
+    precedes the previous block's."""
+
+    seconds: float
+    count: int
+    blocks: Iterator[Times]
+
+    def __iter__(self) -> Iterator[Times]:
+        return self.blocks
+
+
+def arrival_blocks(process: ArrivalProcess, rate: float, duration: float,
+                   seed: int) -> ArrivalBlocks:
+    """``process``'s arrivals at ``rate`` over ``duration`` as blocks of time, each drawn
+    from (``seed``, its index), so memory is one block's whatever the duration, and the
+    same seed gives the same times however a caller groups the blocks. A process of
+    another kind (anything with ``times``) is drawn whole, as one block."""
+    blocks = getattr(process, "blocks", None)
+    if blocks is not None:
+        return blocks(rate, duration, seed)
+    whole = np.asarray(process.times(rate, duration, np.random.default_rng(seed)),
+                       dtype=np.float64)
+    return ArrivalBlocks(float(duration), 1, iter([whole]))
+
+
+def _block_grid(rate: float, duration: float) -> tuple[float, int]:
+    """(block width, block count) for about ``BLOCK_EVENTS`` expected arrivals a block."""
+    width = BLOCK_EVENTS / rate
+    if width >= duration:
+        return duration, 1
+    return width, max(1, int(math.ceil(duration / width - 1e-9)))
+
+
+def _block_seed(seed: int, tag: int | str) -> np.random.SeedSequence:
+    key = tag if isinstance(tag, int) else int.from_bytes(tag.encode(), "little")
+    return np.random.SeedSequence(int(seed), spawn_key=(key,))
+
+
+def _block_rng(seed: int, b: int) -> np.random.Generator:
+    """Block ``b``'s own generator: the blocks of a run are independent streams."""
+    return np.random.default_rng(_block_seed(seed, b))
+
+
+class _Spells:
+    """An on/off process's bursts and quiet spells over a run, drawn in batches as far as
+    they are asked for (``between`` calls in increasing time): memory is one batch."""
+
+    _BATCH = 4096  # even, so a batch's states alternate on from the previous batch
+
+    def __init__(self, process: OnOffArrivals, rate: float, rng: np.random.Generator):
+        f, period = process.on_fraction, process.mean_period
+        self._mean = np.array([f * period, (1 - f) * period])  # state 0 = burst, 1 = quiet
+        self._rates = np.array(process.rates(rate))
+        self._rng = rng
+        self._state = 0 if rng.random() < f else 1
+        self._start = np.empty(0)
+        self._end = np.empty(0)
+        self._rate = np.empty(0)
+        self._covered = 0.0
+
+    def between(self, lo: float, hi: float) -> tuple[Times, Times, Times]:
+        """(starts, ends, rates) of the spells' parts inside [lo, hi)."""
+        while self._covered < hi:
+            states = (self._state + np.arange(self._BATCH)) % 2
+            ends = self._covered + np.cumsum(
+                self._rng.standard_exponential(self._BATCH) * self._mean[states])
+            starts = np.concatenate(([self._covered], ends[:-1]))
+            self._start = np.concatenate([self._start, starts])
+            self._end = np.concatenate([self._end, ends])
+            self._rate = np.concatenate([self._rate, self._rates[states]])
+            self._covered = float(ends[-1])
+        keep = self._end > lo
+        self._start, self._end, self._rate = self._start[keep], self._end[keep], self._rate[keep]
+        take = self._start < hi
+        starts = np.maximum(self._start[take], lo)
+        ends = np.minimum(self._end[take], hi)
+        some = ends > starts
+        return starts[some], ends[some], self._rate[take][some]

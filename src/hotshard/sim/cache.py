@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hotshard.errors import InputError
 
-__all__ = ["CacheModel", "che_hit_rates", "lru_hits"]
+__all__ = ["CacheModel", "LRUCache", "che_hit_rates", "lru_hits"]
 
 # Newton/bisection on log T_C stops when the bracket is this narrow (relative precision of T_C;
 # a hit probability 1 - exp(-lam T) moves by at most 1/e times it).
@@ -213,16 +213,36 @@ def _solve_t(lam: NDArray[np.float64], m: NDArray[np.float64], capacity: float,
 def lru_hits(keys: ArrayLike, capacity: int) -> NDArray[np.bool_]:
     """Which references of ``keys`` (any integers, in time order) hit an LRU cache of
     ``capacity`` entries that starts empty: the exact answer, one pass."""
-    keys = np.asarray(keys)
-    if capacity < 0:
-        raise InputError(f"cache capacity must be >= 0, got {capacity}")
-    if keys.size == 0 or capacity == 0:
-        return np.zeros(keys.size, dtype=bool)
-    _, dense = np.unique(keys, return_inverse=True)
-    return _lru_kernel(dense.astype(np.int64).ravel(), int(dense.max()) + 1, int(capacity))
+    return LRUCache(capacity).hits(keys)
 
 
-def _lru_kernel(ids, n_keys, capacity):
+class LRUCache:
+    """An LRU cache of ``capacity`` entries whose contents carry from one call to the next,
+    so a stream cut into windows hits exactly as the whole stream would: ``hits(keys)`` runs
+    the next references through it. Between calls it keeps only the cached keys in recency
+    order (at most ``capacity``), never the keys ever seen."""
+
+    def __init__(self, capacity: int):
+        if capacity < 0:
+            raise InputError(f"cache capacity must be >= 0, got {capacity}")
+        self.capacity = int(capacity)
+        self._held: NDArray | None = None   # cached keys, most recent first
+
+    def hits(self, keys: ArrayLike) -> NDArray[np.bool_]:
+        """Hit flags of ``keys`` (integers, in time order), continuing the cache."""
+        keys = np.asarray(keys)
+        if keys.size == 0 or self.capacity == 0:
+            return np.zeros(keys.size, dtype=bool)
+        held = self._held if self._held is not None else keys[:0]
+        known, dense = np.unique(np.concatenate([held, keys.ravel()]), return_inverse=True)
+        dense = dense.astype(np.int64).ravel()
+        hits, final = _lru_kernel(dense[held.size:], int(known.size), self.capacity,
+                                  dense[:held.size])
+        self._held = known[final]
+        return hits
+
+
+def _lru_kernel(ids, n_keys, capacity, initial):
     from hotshard.sim._lru import lru_kernel
 
-    return lru_kernel(ids, n_keys, capacity)
+    return lru_kernel(ids, n_keys, capacity, initial)

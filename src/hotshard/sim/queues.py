@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from hotshard.errors import InputError
 
-__all__ = ["QueueLengthStats", "Served", "serve"]
+__all__ = ["QueueLengthStats", "Served", "ShardQueue", "serve"]
 
 Seconds = NDArray[np.float64]
 
@@ -214,6 +214,111 @@ def serve(arrivals: ArrayLike, service: ArrayLike, workers: int = 1,
                   coalesced=coalesced, workers=workers)
 
 
+class ShardQueue:
+    """One shard's FIFO queue over a run cut into windows of consecutive arrivals.
+
+    ``serve`` takes one window's requests at a time and the queue continues exactly where the
+    previous window left it: the workers' free times (requests still in service or waiting
+    at the edge finish when they would have), the coalescible reads still in flight, and the
+    queue-length counts. Starts and finishes are bit for bit those of one compiled pass over
+    the whole run (``_events``), whatever the windows, so a day can be simulated in windows
+    of minutes. The statistics of the whole run (utilisation, queue lengths over [0,
+    ``horizon``]) accumulate as the windows pass; the state kept between windows is the
+    workers, the leaders in flight and the finish and start times of the requests still in
+    the shard (so it grows only with a backlog, never with the number of windows).
+    """
+
+    def __init__(self, horizon: float, workers: int = 1):
+        if isinstance(workers, bool) or not isinstance(workers, Integral) or workers < 1:
+            raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+        self.horizon = _window(horizon)
+        self.workers = int(workers)
+        self.requests = 0
+        self.coalesced = 0
+        self._free = np.zeros(self.workers)
+        self._leaders = _NO_LEADERS
+        self._last = 0.0
+        self._busy = self._in_system = self._waiting = 0.0
+        self._arrived = 0
+        self._present = {"finish": _Present(), "start": _Present()}
+
+    def serve(self, arrivals: ArrayLike, service: ArrayLike, keys: ArrayLike | None = None,
+              coalesce: ArrayLike | None = None) -> Served:
+        """Serve the next window's requests (arrivals sorted, none before the previous
+        window's last); the same parameters as ``serve``. Returns the window's ``Served``."""
+        arrival = _seconds(arrivals, "arrivals")
+        work = _seconds(service, "service")
+        n = arrival.size
+        if work.size != n:
+            raise InputError(f"service must have one time per arrival: got {work.size} "
+                             f"service times for {n} arrivals")
+        _check_arrivals(arrival)
+        if n and arrival[0] < self._last:
+            raise InputError(f"arrivals must continue the previous window's: {arrival[0]} "
+                             f"comes before {self._last}")
+        _check_service(work)
+        key_ids, may_coalesce = _coalescing(keys, coalesce, n)
+        start, finish, coalesced, self._leaders = _events_from(
+            arrival, work, self.workers, key_ids, may_coalesce, self._free, self._leaders)
+        if n:
+            self._last = float(arrival[-1])
+            self._account(arrival, start, finish, coalesced)
+        return Served(arrival=arrival, service=work, start=start, finish=finish,
+                      coalesced=coalesced, workers=self.workers)
+
+    def _account(self, arrival, start, finish, coalesced) -> None:
+        """Add the window's work and queue lengths to the run's (see
+        ``Served.queue_length_stats``: the same sums, cut at the horizon)."""
+        end = self.horizon
+        self.requests += int(arrival.size)
+        self.coalesced += int(coalesced.sum())
+        came = np.minimum(arrival, end)
+        done = np.minimum(finish, end)
+        began = np.minimum(start, end)
+        self._busy += float(np.sum(done - began, where=~coalesced))
+        self._in_system += float(np.sum(done - came))
+        self._waiting += float(np.sum(began - came))
+        inside = int(np.searchsorted(arrival, end, side="right"))
+        for name, leave in (("finish", finish), ("start", start)):
+            self._present[name].add(arrival, inside, leave, self._arrived)
+        self._arrived += inside
+
+    def utilisation(self) -> float:
+        """Share of the workers' capacity used over [0, horizon] (see
+        ``Served.utilisation``)."""
+        return self._busy / (self.workers * self.horizon)
+
+    def queue_length_stats(self) -> QueueLengthStats:
+        """Time-average and maximum numbers in system and waiting over [0, horizon] (see
+        ``Served.queue_length_stats``)."""
+        end = self.horizon
+        return QueueLengthStats(duration=end, mean_in_system=self._in_system / end,
+                                max_in_system=self._present["finish"].most,
+                                mean_waiting=self._waiting / end,
+                                max_waiting=self._present["start"].most)
+
+
+class _Present:
+    """The largest #{arrival <= t} - #{leave <= t} over the windows so far: the leave times
+    (finish or start) not yet passed by an arrival are carried to the next window."""
+
+    def __init__(self):
+        self.most = 0
+        self.gone = 0   # requests that left at or before the last arrival seen
+        self.pending = np.empty(0)   # sorted leave times after it
+
+    def add(self, arrival: Seconds, inside: int, leave: Seconds, arrived: int) -> None:
+        # both runs sorted already or nearly (FIFO): timsort merges them in linear time
+        leaves = np.sort(np.concatenate([self.pending, leave]), kind="stable")
+        if inside:
+            left = np.searchsorted(leaves, arrival[:inside], side="right")
+            present = np.arange(arrived + 1, arrived + inside + 1) - (self.gone + left)
+            self.most = max(self.most, int(present.max()))
+        k = int(np.searchsorted(leaves, arrival[-1], side="right"))
+        self.gone += k
+        self.pending = leaves[k:]
+
+
 def _seconds(values: ArrayLike, name: str) -> Seconds:
     """``values`` as a 1-D float64 array (no copy when it already is one)."""
     try:
@@ -305,17 +410,34 @@ def _lindley(arrival: Seconds, work: Seconds) -> tuple[Seconds, Seconds]:
 
 def _events(arrival: Seconds, work: Seconds, workers: int, keys: NDArray[np.int64] | None,
             may_coalesce: NDArray[np.bool_] | None) -> tuple[Seconds, Seconds, NDArray[np.bool_]]:
-    """(start, finish, coalesced) from the compiled earliest-free-worker loop."""
+    """(start, finish, coalesced) from the compiled earliest-free-worker loop, idle at first."""
+    start, finish, coalesced, _ = _events_from(arrival, work, workers, keys, may_coalesce,
+                                               np.zeros(workers), _NO_LEADERS)
+    return start, finish, coalesced
+
+
+_NO_LEADERS = (np.empty(0, dtype=np.int64), np.empty(0))
+
+
+def _events_from(arrival: Seconds, work: Seconds, workers: int,
+                 keys: NDArray[np.int64] | None, may_coalesce: NDArray[np.bool_] | None,
+                 free: Seconds, leaders: tuple[NDArray[np.int64], Seconds]
+                 ) -> tuple[Seconds, Seconds, NDArray[np.bool_], tuple[NDArray[np.int64],
+                                                                       Seconds]]:
+    """``_events`` continuing a queue: ``free`` holds the workers' free times as a heap and is
+    updated in place; ``leaders`` are the (keys, finishes) of coalescible reads in flight from
+    before. Returns the outputs and the leaders still in flight after the last arrival."""
     n = arrival.size
     start, finish = np.empty(n), np.empty(n)
     coalesced = np.zeros(n, dtype=bool)
     use_keys = keys is not None
     if not use_keys:
-        keys, may_coalesce = np.empty(0, dtype=np.int64), np.empty(0, dtype=bool)
+        keys, may_coalesce = _NO_LEADERS[0], np.empty(0, dtype=bool)
     contiguous = np.ascontiguousarray  # one compiled signature whatever the callers' strides
-    _compiled()(contiguous(arrival), contiguous(work), workers, contiguous(keys),
-                contiguous(may_coalesce), use_keys, start, finish, coalesced)
-    return start, finish, coalesced
+    live = _compiled()(contiguous(arrival), contiguous(work), workers, contiguous(keys),
+                       contiguous(may_coalesce), use_keys, start, finish, coalesced, free,
+                       contiguous(leaders[0]), contiguous(leaders[1]))
+    return start, finish, coalesced, live
 
 
 @functools.cache
@@ -327,12 +449,15 @@ def _compiled():
 
 
 def _fifo_events(arrival, work, workers, keys, may_coalesce, use_keys, start, finish,
-                 coalesced):  # pragma: no cover - runs compiled
-    """FIFO over a min-heap of worker free times, with exact coalescing; fills the outputs."""
-    free = np.zeros(workers)          # heap of the times each worker becomes free
+                 coalesced, free, carried_keys, carried_done):  # pragma: no cover - compiled
+    """FIFO over a min-heap of worker free times (``free``, updated in place), with exact
+    coalescing; fills the outputs and returns the leaders still in flight at the last
+    arrival (keys, finishes), for the next window."""
     leader = dict()                   # key -> finish of its in-flight coalescible leader
     leader[np.int64(0)] = -np.inf     # (types the dictionary: int64 -> float64)
-    sweep_at = _SWEEP_AT
+    for i in range(carried_keys.size):
+        leader[carried_keys[i]] = carried_done[i]
+    sweep_at = max(_SWEEP_AT, 2 * len(leader))
     for i in range(arrival.size):
         a = arrival[i]
         joins = use_keys and may_coalesce[i]
@@ -370,3 +495,17 @@ def _fifo_events(arrival, work, workers, keys, may_coalesce, use_keys, start, fi
                         live[key] = done
                 leader = live
                 sweep_at = max(_SWEEP_AT, 2 * len(leader))
+    last = arrival[arrival.size - 1] if arrival.size else -np.inf
+    count = 0
+    for done in leader.values():
+        if done > last:
+            count += 1
+    out_keys = np.empty(count, dtype=np.int64)
+    out_done = np.empty(count)
+    j = 0
+    for key, done in leader.items():
+        if done > last:
+            out_keys[j] = key
+            out_done[j] = done
+            j += 1
+    return out_keys, out_done

@@ -133,10 +133,14 @@ def _arrivals(spec: str, profile) -> object:
 @dataclass(frozen=True)
 class KeyOrder:
     """How a profile's keys are laid out in the simulated stream: ``name`` (locality, or
-    irm+timelines) and ``make(times, duration, seed) -> positions``."""
+    irm+timelines) and ``make(times, duration, seed) -> positions``. ``windowed``: each
+    request's key depends only on its own instant, so ``simulate`` may draw the keys a
+    window at a time (timelines); else the order spans the run (locality: a key's next
+    reference may come hours later) and is made for the whole run at once."""
 
     name: str
     make: object
+    windowed: bool = False
 
     def __call__(self, times, duration: float, seed: int):
         return self.make(times, duration, seed)
@@ -175,7 +179,7 @@ def _key_order(order: str, profile, sampler, shaped: bool) -> KeyOrder | None:
                                       np.asarray(times) / duration,
                                       np.random.default_rng(seed))
 
-        return KeyOrder("irm+timelines", timed)
+        return KeyOrder("irm+timelines", timed, windowed=True)
     return None
 
 

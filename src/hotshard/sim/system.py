@@ -1,11 +1,21 @@
 """The sharded service, simulated: requests -> keys -> shards -> caches -> FIFO queues.
 
-One run draws every request of the window (arrival time from an arrival process, key from a
-sampler, read or write), places each key on a shard as the store does, lets the caches and the
-mitigations take what they take, and serves what is left through each shard's FIFO queue in
-virtual time (``hotshard.sim.queues``). The result is the same ``hotshard.observations/1`` that
-the driver and the reference service write, labelled "simulation", so ``diagnose`` reads all
-three alike.
+One run draws every request (arrival time from an arrival process, key from a sampler, read
+or write), places each key on a shard as the store does, lets the caches and the mitigations
+take what they take, and serves what is left through each shard's FIFO queue in virtual time
+(``hotshard.sim.queues``). The result is the same ``hotshard.observations/1`` that the driver
+and the reference service write, labelled "simulation", so ``diagnose`` reads all three
+alike.
+
+A run streams, so a day at production's rate (2.6e8 requests) needs no more memory than a
+few minutes: the arrivals come in blocks of time (``arrivals.arrival_blocks``), every
+request of a block is drawn from the block's own seed, and a window of blocks passes through
+the caches and the queues, whose state carries to the next window exactly
+(``queues.ShardQueue``: requests in service or waiting at the edge finish when they would
+have; ``cache.LRUCache``). Latencies are counted into per-shard histograms
+(``histogram.LatencyHistogram``: percentiles within 0.2%, max and mean exact), utilisation,
+queue lengths, cache hits and coalesced reads are summed as the windows pass. The result is
+the same whatever the window.
 
 Placement follows ``hotshard predict``'s model: head keys (real IDs) are placed exactly by the
 store's partitioner; synthetic tail keys (and every key of a classic distribution, which has no
@@ -31,14 +41,22 @@ from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.observations import Observations, ShardObservation
 from hotshard.sim.arrivals import ArrivalProcess, PoissonArrivals
+from hotshard.sim.histogram import LatencyHistogram
 from hotshard.sim.service_times import Exponential, ServiceTime
 
 __all__ = ["ServiceModel", "SimResult", "simulate"]
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-# Every request is held in memory: measured 75 (64 shards) to 160 (1 shard) bytes each over
-# the arrays of a run, so 4e7 requests stay under ~6.5 GB on a 24 GB machine.
-MAX_REQUESTS = 4e7
+# A run streams, so its length costs time, not memory. This many requests is refused: at a
+# few million simulated requests a second (bench_sim.py) it is more than a day of computing.
+MAX_REQUESTS = 3e11
+# A window holds about this many requests by default: ~150 MB of per-request arrays (~160
+# bytes each at the peak), and the per-window overhead (a Python loop over the shards) under
+# a percent of the window's work.
+WINDOW_REQUESTS = 1 << 20
+# One block of the arrivals is drawn whole (a profile's arrivals: one bin, a minute): more
+# than this many requests in one block is refused (~3 GB at ~160 bytes each).
+MAX_BLOCK_REQUESTS = 2e7
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,8 @@ class ServiceModel:
 
 @dataclass(frozen=True)
 class ShardResult:
-    """One shard's simulated numbers (CPU: mean utilisation over its replicas)."""
+    """One shard's simulated numbers (CPU: mean utilisation over its replicas); ``latency``
+    is the histogram its percentiles come from."""
 
     requests: int
     cpu: float
@@ -83,17 +102,19 @@ class ShardResult:
     cache_hit_rate: float | None
     mean_queue: float
     max_queue: int
+    latency: LatencyHistogram | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class SimResult:
-    """A simulated window: latency of every request (ms), per-shard results, and the inputs."""
+    """A simulated window: the latency histogram of every request (ms), per-shard results,
+    and the inputs."""
 
     label: str
     rps: float
     duration: float
     requests: int
-    latency_ms: NDArray[np.float64]
+    latency: LatencyHistogram
     shards: tuple[ShardResult, ...]
     cache_hit_rate: float | None
     coalesced: int
@@ -107,12 +128,13 @@ class SimResult:
     key_order: str = "irm"  # locality: the keys came in production's order
 
     def percentiles(self) -> dict[str, float]:
-        lat = self.latency_ms
-        if lat.size == 0:
+        """p50, p90, p99, p99.9 (from the histogram: within 0.2%), the exact max and mean."""
+        lat = self.latency
+        if lat.count == 0:
             return {}
-        qs = np.percentile(lat, [50, 90, 99, 99.9])
+        qs = lat.percentile([50, 90, 99, 99.9])
         return {"p50": float(qs[0]), "p90": float(qs[1]), "p99": float(qs[2]),
-                "p999": float(qs[3]), "max": float(lat.max()), "mean": float(lat.mean())}
+                "p999": float(qs[3]), "max": lat.max, "mean": lat.mean}
 
     def to_observations(self) -> Observations:
         shards = tuple(
@@ -175,7 +197,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
              mitigations: Mitigations | None = None, read_share: float = 0.9,
              op_mix=None, hot_events=(), rng: np.random.Generator | int | None = None,
              label: str = "simulation", key_generator: str | None = None,
-             partitioner=None, key_order=None) -> SimResult:
+             partitioner=None, key_order=None, window: float | None = None) -> SimResult:
     """Simulate ``duration`` seconds of traffic at ``rps`` requests/s through the service.
 
     Parameters
@@ -194,14 +216,17 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         (``scenarios.KeyOrder``: production's locality order, or draws whose head keys follow
         their timelines), or None for independent draws. With one, ``model.cache_size``
         caches are simulated request by request on each shard's own stream
-        (``cache.lru_hits``); without, by Che's approximation.
+        (``cache.LRUCache``); without, by Che's approximation. One that is not ``windowed``
+        (the locality order: a key's reuse may span the run) is made for the whole run at
+        once, the run's arrival times with it: 16 bytes a request held for the run.
+    window : simulated seconds handled at once, in whole blocks of the arrivals (at least
+        one); default about ``WINDOW_REQUESTS`` requests. Only memory and speed depend on
+        it: the result is the same for every window.
 
     Returns
     -------
     SimResult
     """
-    from hotshard.sim.queues import serve
-
     model = model or ServiceModel()
     mitigations = (mitigations or Mitigations()).only(MODEL_FIELDS, "simulate")
     if not (np.isfinite(rps) and rps > 0):
@@ -214,10 +239,13 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         raise InputError(f"{rps:g} req/s for {duration:g} s is less than one request: raise "
                          "the rate or the duration")
     if rps * duration > MAX_REQUESTS:
-        raise InputError(f"{rps:,g} req/s for {duration:,g} s is {rps * duration:.3g} requests; "
-                         f"the simulator holds every request in memory (up to ~160 bytes each), at "
-                         f"most {MAX_REQUESTS:.0e}: simulate a shorter window (percentiles "
-                         "settle within minutes of simulated time)")
+        raise InputError(f"{rps:,g} req/s for {duration:,g} s is {rps * duration:.3g} "
+                         f"requests, more than the {MAX_REQUESTS:.0e} the simulator takes "
+                         "on: at a few million simulated requests a second that is more than "
+                         "a day of computing; simulate a shorter window or a lower rate "
+                         "(percentiles settle within minutes of simulated time)")
+    if window is not None and not (np.isfinite(window) and window > 0):
+        raise InputError(f"window must be > 0 seconds, got {window}")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     seed = rng if isinstance(rng, int) else None
     if partitioner is None:
@@ -225,90 +253,252 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
 
         integer = getattr(sampler, "key_type", "int64") == "int64"
         partitioner = partitioner_for(model.partitioner, model.shards, integer_keys=integer)
-    head_ids = tuple(getattr(sampler, "head_ids", ()))
-    place = _Placement(partitioner, head_ids)
-
-    arrival = np.asarray(model.arrivals.times(rps, duration, gen), dtype=np.float64)
-    n = arrival.size
-    if key_order is not None:
-        positions = np.asarray(key_order(arrival, duration, int(gen.integers(0, 2**31 - 1))),
-                               dtype=np.int64)
-    else:
-        positions = np.asarray(sampler.sample(n, gen), dtype=np.int64)
     by_key = op_mix is not None and "read" in op_mix[0]
-    is_read = _reads(positions, n, read_share, op_mix if by_key else None, gen)
+    run = _Run(sampler, float(rps), float(duration), model, mitigations, read_share,
+               op_mix if by_key else None, tuple(hot_events), partitioner, key_order,
+               int(gen.integers(0, 2**63 - 1)))
+    run.go(window)
     reads = "by key, from the profile's operations" if by_key else f"{pct(read_share)} of requests"
-    shard = place.shards(positions)
-    key_id = positions.copy()
-    if hot_events:
-        shard, key_id = _apply_events(hot_events, arrival, shard, key_id, head_ids, place, gen)
-    shard, key_id = _split(mitigations, shard, key_id, head_ids, place, gen)
-    latency = np.full(n, np.nan)
-    served_by_shard = np.ones(n, dtype=bool)
-    hot = (key_id >= 0) & (key_id < min(mitigations.hot_keys, len(head_ids)))
-    local = np.zeros(n, dtype=bool)
-    if mitigations.cache_hit > 0:
-        local = is_read & hot & (gen.random(n) < mitigations.cache_hit)
-        latency[local] = model.hit_seconds * 1000.0
-        served_by_shard &= ~local
-    cache_hits = np.zeros(n, dtype=bool)
-    if model.cache_size > 0 and key_order is not None:
-        cache_hits = served_by_shard & is_read & _shard_lru_hits(
-            shard, key_id, served_by_shard, model)
-        latency[cache_hits] = model.hit_seconds * 1000.0
-        served_by_shard &= ~cache_hits
-    elif model.cache_size > 0:
-        hit_p = _shard_cache_hits(sampler, positions, shard, place, model, rps)
-        cache_hits = served_by_shard & is_read & (gen.random(n) < hit_p)
-        latency[cache_hits] = model.hit_seconds * 1000.0
-        served_by_shard &= ~cache_hits
-    service = model.service.sample(n, gen)
-    replica = np.where(is_read, gen.integers(0, mitigations.replicas, n), 0)
-
-    results, coalesced = [], 0
-    order = np.argsort(shard, kind="stable")
-    bounds = np.searchsorted(shard[order], np.arange(model.shards + 1))
-    for s in range(model.shards):
-        rows = order[bounds[s]:bounds[s + 1]]
-        mine = rows[served_by_shard[rows]]
-        cpu = []
-        queue_mean, queue_max = 0.0, 0
-        for r in range(mitigations.replicas):
-            # a replica serves its reads and every write of the shard (writes go everywhere)
-            take = mine[(replica[mine] == r) | ~is_read[mine]]
-            if take.size == 0:
-                cpu.append(0.0)
-                continue
-            kwargs = {}
-            if mitigations.coalesce:
-                kwargs = {"keys": key_id[take], "coalesce": is_read[take]}
-            done = serve(arrival[take], service[take], model.workers, **kwargs)
-            cpu.append(done.utilisation(duration))
-            stats = done.queue_length_stats(duration)
-            queue_mean += stats.mean_in_system / mitigations.replicas
-            queue_max = max(queue_max, stats.max_in_system)
-            coalesced += int(done.coalesced.sum())
-            answers = (replica[take] == r) & is_read[take] | (~is_read[take] & (r == 0))
-            latency[take[answers]] = done.sojourn()[answers] * 1000.0
-        lat = latency[rows]
-        reads_here = int((is_read[rows] & ~local[rows]).sum())  # reads that reached the cache
-        hit_rate = (float(cache_hits[rows].sum()) / max(reads_here, 1)
-                    if model.cache_size > 0 else None)
-        p50, p90, p99, p999 = ([float(v) for v in np.percentile(lat, [50, 90, 99, 99.9])]
-                               if lat.size else (None, None, None, None))
-        results.append(ShardResult(requests=int(rows.size), cpu=float(np.mean(cpu)),
-                                   cpu_max_replica=float(np.max(cpu)), p50_ms=p50,
-                                   p90_ms=p90, p99_ms=p99, p999_ms=p999,
-                                   cache_hit_rate=hit_rate,
-                                   mean_queue=queue_mean, max_queue=int(queue_max)))
-    overall_hit = (float(cache_hits.sum()) / max(int((is_read & ~local).sum()), 1)
-                   if model.cache_size > 0 else None)
-    return SimResult(label=label, rps=float(rps), duration=float(duration), requests=int(n),
-                     latency_ms=latency, shards=tuple(results), cache_hit_rate=overall_hit,
-                     coalesced=coalesced, key_generator=key_generator or _describe(sampler),
+    return SimResult(label=label, rps=float(rps), duration=float(duration),
+                     requests=run.requests, latency=run.latency(), shards=run.shard_results(),
+                     cache_hit_rate=run.cache_hit_rate(), coalesced=run.coalesced(),
+                     key_generator=key_generator or _describe(sampler),
                      distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
                      mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events),
                      key_order="irm" if key_order is None else key_order.name)
+
+
+_ARRIVALS, _REQUESTS, _ORDER = 1, 2, 3   # the run's independent streams (spawn keys)
+
+
+def _child(root: int, *key: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(root, spawn_key=key)
+
+
+class _Run:
+    """One simulation: its fixed tables and its running state (queues, caches, counts).
+
+    Every request of block b is drawn from the block's own seed in one fixed order
+    (``_draw``), so the draws do not depend on how the blocks are grouped into windows, and
+    the queues' and caches' state carries from one window to the next exactly: the result
+    is the same whatever the window."""
+
+    def __init__(self, sampler, rps, duration, model, mitigations, read_share, op_mix,
+                 events, partitioner, key_order, root):
+        from hotshard.sim.arrivals import arrival_blocks
+        from hotshard.sim.cache import LRUCache
+        from hotshard.sim.queues import ShardQueue
+
+        self.sampler, self.rps, self.duration = sampler, rps, duration
+        self.model, self.mit = model, mitigations
+        self.read_share, self.op_mix = read_share, op_mix
+        self.events, self.key_order, self.root = events, key_order, root
+        self.head_ids = tuple(getattr(sampler, "head_ids", ()))
+        self.place = _Placement(partitioner, self.head_ids)
+        self.blocks = arrival_blocks(model.arrivals, rps, duration,
+                                     int(_child(root, _ARRIVALS).generate_state(1)[0]))
+        most = self.blocks.seconds * rps
+        if most > MAX_BLOCK_REQUESTS:
+            raise InputError(f"these arrivals are drawn {self.blocks.seconds:g} s at a time: "
+                             f"{most:.3g} requests at {rps:,g} req/s, more than the "
+                             f"{MAX_BLOCK_REQUESTS:.0e} the simulator holds at once (~160 "
+                             "bytes each); lower the rate")
+        self.event_targets = [self._event_target(i, e) for i, e in enumerate(events)]
+        self.sub_shards = self._sub_shards()
+        self.hot = min(mitigations.hot_keys, len(self.head_ids))
+        self.che = (_che_table(sampler, self.place, model, rps)
+                    if model.cache_size > 0 and key_order is None else None)
+        shards = model.shards
+        self.queues = [[ShardQueue(duration, model.workers) for _ in range(mitigations.replicas)]
+                       for _ in range(shards)]
+        self.lru = ([LRUCache(model.cache_size) for _ in range(shards)]
+                    if model.cache_size > 0 and key_order is not None else None)
+        self.hist = [LatencyHistogram.empty() for _ in range(shards)]
+        self.by_shard = np.zeros(shards, dtype=np.int64)
+        self.reads_reaching = np.zeros(shards, dtype=np.int64)   # reads past the local cache
+        self.cache_hits = np.zeros(shards, dtype=np.int64)
+        self.requests = 0
+
+    # -- fixed tables -----------------------------------------------------------------------
+    def _event_target(self, index: int, event) -> tuple[int, int]:
+        """(key position, shard) of a big event's channel: a head key's own, or a channel
+        outside the head as a key of its own, placed by the store."""
+        if event.key in self.head_ids:
+            position = self.head_ids.index(event.key)
+            return position, int(self.place.head[position])
+        return -(index + 1), int(self.place.of_ids([event.key])[0])
+
+    def _sub_shards(self) -> NDArray[np.int64] | None:
+        """The shards of the top K keys' S sub-partitions, (K, S), or None (no split)."""
+        m = self.mit
+        k = min(m.split_keys, len(self.head_ids)) if m.split_into > 1 else 0
+        if k == 0:
+            return None
+        from hotshard.shards.predict import sub_key_shards
+
+        sub_ids = [f"{self.head_ids[i]}#{b}" for i in range(k) for b in range(m.split_into)]
+        return np.asarray(sub_key_shards(self.place.partitioner, sub_ids)).reshape(
+            k, m.split_into)
+
+    # -- the run ----------------------------------------------------------------------------
+    def go(self, window: float | None) -> None:
+        """Every window of blocks, drawn then served, in order."""
+        seconds = self.blocks.seconds
+        per = WINDOW_REQUESTS / (self.rps * seconds) if window is None else window / seconds
+        per = max(1, int(per))
+        times = iter(self.blocks)
+        positions = None
+        if self.key_order is not None and not getattr(self.key_order, "windowed", False):
+            kept = list(times)   # an order over the whole run needs all its instants
+            whole = np.concatenate(kept)
+            seed = int(_child(self.root, _ORDER).generate_state(1)[0] & 0x7FFFFFFF)
+            positions = np.asarray(self.key_order(whole, self.duration, seed), dtype=np.int64)
+            del whole
+            times = iter(kept)
+        b = done = 0
+        exhausted = False
+        while not exhausted:
+            parts = []
+            for _ in range(per):
+                arrival = next(times, None)
+                if arrival is None:
+                    exhausted = True
+                    break
+                mine = None if positions is None else positions[done:done + arrival.size]
+                if arrival.size:
+                    parts.append(self._draw(b, arrival, mine))
+                b += 1
+                done += arrival.size
+            if parts:
+                self._serve(_concat(parts))
+
+    def _draw(self, b: int, arrival: NDArray[np.float64], positions) -> dict:
+        """Block ``b``'s requests: every draw from the block's own generator, in one order."""
+        g = np.random.default_rng(_child(self.root, _REQUESTS, b))
+        n = arrival.size
+        mit = self.mit
+        if positions is None and self.key_order is not None:   # windowed: the block's keys
+            positions = self.key_order(arrival, self.duration, int(g.integers(0, 2**31 - 1)))
+        elif positions is None:
+            positions = self.sampler.sample(n, g)
+        positions = np.asarray(positions, dtype=np.int64)
+        is_read = _reads(positions, n, self.read_share, self.op_mix, g)
+        shard = self.place.shards(positions)
+        key_id = positions
+        if self.events:
+            shard, key_id = _apply_events(self.events, self.event_targets, arrival, shard,
+                                          key_id, g)
+        if self.sub_shards is not None:
+            shard, key_id = _split(self.sub_shards, shard, key_id, g)
+        local = np.zeros(n, dtype=bool)
+        if mit.cache_hit > 0:
+            hot = (key_id >= 0) & (key_id < self.hot)
+            local = is_read & hot & (g.random(n) < mit.cache_hit)
+        che = None
+        if self.che is not None:
+            table, sizes = self.che
+            hit_p = table[shard, _class_index(self.sampler, positions, sizes)]
+            che = ~local & is_read & (g.random(n) < hit_p)
+        service = self.model.service.sample(n, g)
+        replica = (np.where(is_read, g.integers(0, mit.replicas, n), 0) if mit.replicas > 1
+                   else None)
+        return {"arrival": arrival, "shard": shard, "key_id": key_id, "is_read": is_read,
+                "local": local, "che": che, "service": service, "replica": replica}
+
+    def _serve(self, w: dict) -> None:
+        """One window: the shards' caches, then their queues, then the counts."""
+        model, mit = self.model, self.mit
+        arrival, shard, key_id, is_read = w["arrival"], w["shard"], w["key_id"], w["is_read"]
+        local, service, replica = w["local"], w["service"], w["replica"]
+        n = arrival.size
+        shards = model.shards
+        self.requests += n
+        order = np.argsort(shard.astype(np.int16 if shards < 2**15 else np.int64),
+                           kind="stable")   # a radix sort: rows of each shard, time order kept
+        bounds = np.searchsorted(shard[order], np.arange(shards + 1))
+        reaches = ~local
+        hits = w["che"]
+        if self.lru is not None:   # every request that reaches the cache references its key
+            hits = np.zeros(n, dtype=bool)
+            for s in range(shards):
+                rows = order[bounds[s]:bounds[s + 1]]
+                rows = rows[reaches[rows]]
+                if rows.size:
+                    hits[rows] = self.lru[s].hits(key_id[rows])
+            hits &= is_read
+        latency = np.empty(n)
+        quick = local if hits is None else local | hits
+        latency[quick] = model.hit_seconds * 1000.0
+        served = ~quick
+        self.by_shard += np.bincount(shard, minlength=shards)
+        self.reads_reaching += np.bincount(shard[is_read & reaches], minlength=shards)
+        if hits is not None:
+            self.cache_hits += np.bincount(shard[hits], minlength=shards)
+        for s in range(shards):
+            rows = order[bounds[s]:bounds[s + 1]]
+            if rows.size == 0:
+                continue
+            mine = rows[served[rows]]
+            for r, queue in enumerate(self.queues[s]):
+                # a replica serves its reads and every write of the shard (writes go
+                # everywhere); the first answers the writes
+                take = mine if replica is None else mine[(replica[mine] == r) | ~is_read[mine]]
+                if take.size == 0:
+                    continue
+                kwargs = {}
+                if mit.coalesce:
+                    kwargs = {"keys": key_id[take], "coalesce": is_read[take]}
+                done = queue.serve(arrival[take], service[take], **kwargs)
+                sojourn = (done.finish - done.arrival) * 1000.0
+                if replica is None:
+                    latency[take] = sojourn
+                else:
+                    answers = ((replica[take] == r) & is_read[take]
+                               | (~is_read[take] & (r == 0)))
+                    latency[take[answers]] = sojourn[answers]
+            self.hist[s].record(latency[rows])
+
+    # -- results ----------------------------------------------------------------------------
+    def latency(self) -> LatencyHistogram:
+        total = LatencyHistogram.empty()
+        for h in self.hist:
+            total.merge(h)
+        return total.frozen()
+
+    def coalesced(self) -> int:
+        return int(sum(q.coalesced for queues in self.queues for q in queues))
+
+    def cache_hit_rate(self) -> float | None:
+        if self.model.cache_size == 0:
+            return None
+        return float(self.cache_hits.sum()) / max(int(self.reads_reaching.sum()), 1)
+
+    def shard_results(self) -> tuple[ShardResult, ...]:
+        out = []
+        replicas = self.mit.replicas
+        for s, queues in enumerate(self.queues):
+            cpu = [q.utilisation() for q in queues]
+            stats = [q.queue_length_stats() for q in queues]
+            h = self.hist[s]
+            p50, p90, p99, p999 = ([float(v) for v in h.percentile([50, 90, 99, 99.9])]
+                                   if h.count else (None, None, None, None))
+            hit_rate = (float(self.cache_hits[s]) / max(int(self.reads_reaching[s]), 1)
+                        if self.model.cache_size > 0 else None)
+            out.append(ShardResult(
+                requests=int(self.by_shard[s]), cpu=float(np.mean(cpu)),
+                cpu_max_replica=float(np.max(cpu)), p50_ms=p50, p90_ms=p90, p99_ms=p99,
+                p999_ms=p999, cache_hit_rate=hit_rate,
+                mean_queue=float(sum(st.mean_in_system for st in stats)) / replicas,
+                max_queue=int(max(st.max_in_system for st in stats)), latency=h.frozen()))
+        return tuple(out)
+
+
+def _concat(parts: list[dict]) -> dict:
+    """One window's requests from its blocks'."""
+    if len(parts) == 1:
+        return parts[0]
+    return {k: (None if parts[0][k] is None else np.concatenate([p[k] for p in parts]))
+            for k in parts[0]}
 
 
 def _describe(sampler) -> str:
@@ -333,35 +523,22 @@ def _reads(positions, n, read_share, op_mix, gen) -> NDArray[np.bool_]:
     return (u >= lo) & (u < hi)
 
 
-def _apply_events(events, arrival, shard, key_id, head_ids, place, gen):
+def _apply_events(events, targets, arrival, shard, key_id, gen):
     """Big events: during its window, each takes its share of all requests for its channel
     (simultaneous events take disjoint slices of one uniform, as ``generate`` does)."""
     u = gen.random(arrival.size)
     taken = np.zeros(arrival.size)
     shard, key_id = shard.copy(), key_id.copy()
-    for index, event in enumerate(events):
+    for event, (position, target) in zip(events, targets, strict=True):
         hit, taken = event.apply(arrival, u, taken)
-        if event.key in head_ids:
-            position = head_ids.index(event.key)
-            target = int(place.head[position])
-        else:  # a channel outside the head: its own key, placed by the store
-            position = -(index + 1)
-            target = int(place.of_ids([event.key])[0])
         shard[hit] = target
         key_id[hit] = position
     return shard, key_id
 
 
-def _split(mitigations, shard, key_id, head_ids, place, gen):
+def _split(sub_shards, shard, key_id, gen):
     """Top K keys spread over S time-bucket sub-partitions, each placed as a key of its own."""
-    k = min(mitigations.split_keys, len(head_ids)) if mitigations.split_into > 1 else 0
-    if k == 0:
-        return shard, key_id
-    s_count = mitigations.split_into
-    sub_ids = [f"{head_ids[i]}#{b}" for i in range(k) for b in range(s_count)]
-    from hotshard.shards.predict import sub_key_shards
-
-    sub_shards = sub_key_shards(place.partitioner, sub_ids).reshape(k, s_count)
+    k, s_count = sub_shards.shape
     mine = (key_id >= 0) & (key_id < k)  # the key a request is for, an event's included
     bucket = gen.integers(0, s_count, int(mine.sum()))
     shard = shard.copy()
@@ -372,8 +549,9 @@ def _split(mitigations, shard, key_id, head_ids, place, gen):
     return shard, key_id
 
 
-def _shard_cache_hits(sampler, positions, shard, place, model, rps) -> NDArray[np.float64]:
-    """Each request's hit probability in its shard's LRU cache, by Che's approximation.
+def _che_table(sampler, place, model, rps) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(hit probability by shard and class, the classes' sizes): each shard's LRU cache by
+    Che's approximation, solved once for the run.
 
     Every shard solves its own cache: head keys with their exact rates, tail classes with their
     keys spread over shards by ownership (each class contributes ownership x its keys).
@@ -385,33 +563,13 @@ def _shard_cache_hits(sampler, positions, shard, place, model, rps) -> NDArray[n
     per_key_rate = rps * probs / np.maximum(sizes, 1)
     head = place.head.size
     own = np.diff(np.concatenate([[0.0], place.cdf]))
-    class_of = _class_index(sampler, positions, sizes)
-    hit = np.zeros(positions.size)
+    table = np.zeros((model.shards, sizes.size))
     for s in range(model.shards):
         on = np.zeros(sizes.size)
         on[:head] = place.head == s
         on[head:] = sizes[head:] * own[s]
-        cache = che_hit_rates(per_key_rate, on, model.cache_size)
-        mine = shard == s
-        hit[mine] = cache.hit_prob[class_of[mine]]
-    return hit
-
-
-def _shard_lru_hits(shard, key_id, reaches, model) -> NDArray[np.bool_]:
-    """Each request's hit in its shard's LRU of ``model.cache_size`` entries, simulated on
-    the shard's own stream (every request that reaches the cache references its key: a
-    write refreshes it, as a write-through cache of recent history does)."""
-    from hotshard.sim.cache import lru_hits
-
-    hits = np.zeros(shard.size, dtype=bool)
-    rows = np.flatnonzero(reaches)
-    order = rows[np.argsort(shard[rows], kind="stable")]
-    bounds = np.searchsorted(shard[order], np.arange(model.shards + 1))
-    for s in range(model.shards):
-        mine = order[bounds[s]:bounds[s + 1]]
-        if mine.size:
-            hits[mine] = lru_hits(key_id[mine], model.cache_size)
-    return hits
+        table[s] = che_hit_rates(per_key_rate, on, model.cache_size).hit_prob
+    return table, sizes
 
 
 def _class_table(sampler) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
