@@ -341,3 +341,50 @@ def cluster_status_text(result) -> str:
                      f"{ranges:<24}{shown(n.ops_per_sec):>8}{shown(n.cpu_seconds, '.2f'):>9}"
                      f"{shown(n.used_memory):>9}{shown(n.keys):>10}")
     return "\n".join(lines)
+
+
+def calibration_text(cal) -> str:
+    """The calibrated service model, each value with where it came from."""
+    rows = cal.describe()
+    width = max(len(name) for name, _, _ in rows)
+    lines = [f"Service model calibrated from {cal.run_label!r}:"]
+    lines += [f"  {name:<{width}}  {value}" + (f"  ({source})" if source else "")
+              for name, value, source in rows]
+    lines += [f"  note: {text}" for text in cal.notes]
+    return "\n".join(lines)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def comparison_text(comparison) -> str:
+    """Predicted against measured, shard by shard, and the overall error."""
+    lines = ["shard            CPU measured/predicted   p50 ms measured/predicted   "
+             "p99 ms measured/predicted"]
+    for r in comparison.rows:
+        cpu = (f"{pct(r.measured_cpu)} / {pct(r.predicted_cpu)}"
+               if r.measured_cpu is not None and r.predicted_cpu is not None else "-")
+        lines.append(f"{r.shard:<16} {cpu:<24} {_ms(r.measured_p50_ms):>9} / "
+                     f"{_ms(r.predicted_p50_ms):<15} {_ms(r.measured_p99_ms):>9} / "
+                     f"{_ms(r.predicted_p99_ms)}")
+    hot = comparison.hottest
+    lines.append(f"error: CPU within {comparison.worst_cpu_points:.1f} points on every shard, "
+                 f"p99 within a factor of {comparison.worst_p99_factor:.2f}; hottest shard "
+                 f"{hot.shard}: CPU {hot.cpu_points:+.1f} points, p99 x"
+                 f"{hot.p99_ratio:.2f}" if hot.p99_ratio and hot.cpu_points is not None
+                 else f"error: CPU within {comparison.worst_cpu_points:.1f} points")
+    return "\n".join(lines)
+
+
+def observed_shards_text(obs, title: str) -> str:
+    """A run's (or a prediction's) shards, hottest first: CPU, requests, p50, p99."""
+    lines = [title]
+    if obs.latency_ms is not None and obs.latency_ms.p99 is not None:
+        lines.append(f"  latency   p50 {_ms(obs.latency_ms.p50)} ms  p99 "
+                     f"{_ms(obs.latency_ms.p99)} ms")
+    lines.append("  shard            CPU      requests    p50 ms    p99 ms")
+    for s in sorted(obs.shards, key=lambda s: -(s.cpu or 0.0)):
+        lines.append(f"  {s.id:<16} {pct(s.cpu) if s.cpu is not None else '-':<8} "
+                     f"{s.requests or 0:>9,} {_ms(s.p50_ms):>9} {_ms(s.p99_ms):>9}")
+    return "\n".join(lines)

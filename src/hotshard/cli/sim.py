@@ -64,6 +64,17 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
 @click.option("--read-share", type=click.FloatRange(0, 1), metavar="F",
               help="Share of reads [default: by key from the profile's 'read' operation, "
                    "else 0.9]. Reads can be cached, coalesced and spread over replicas.")
+@click.option("--replay", "replay_path", metavar="RUN.json",
+              help="Calibrate the model from a measured run (observations from drive, "
+                   "Locust or observe: per-shard CPU and requests, service-time "
+                   "percentiles), simulate the same run and print predicted against "
+                   "measured per shard.")
+@click.option("--like", "like_path", metavar="RUN.json",
+              help="Calibrate from a measured run, then simulate at --rps / --shards / "
+                   "--duration with the mitigations given: this service at another scale.")
+@click.option("--profile", "profile_option", metavar="PROFILE",
+              help="With --replay/--like: the profile the run drew its keys from (default: "
+                   "the one the run's driver recorded).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed: same seed, same numbers.")
 @click.option("--json", "as_json", is_flag=True,
@@ -73,7 +84,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
               help="Draw per-shard CPU and latency percentiles to a .png, .svg or .pdf file.")
 def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, workers, service,
              arrivals, order, hot_events, cache_size, hit_ms, split_hot, replicas, cache_hit,
-             hot_keys, coalesce, read_share, seed, as_json, output, plot):
+             hot_keys, coalesce, read_share, replay_path, like_path, profile_option, seed,
+             as_json, output, plot):
     """Simulate the sharded service: per-shard CPU, queues and latency percentiles.
 
     Every request of the window is drawn (arrival time, key, read or write), placed on its
@@ -90,6 +102,8 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
       hotshard simulate --scenario incident-production --replicas 2
       hotshard simulate profile.json --rps 3000 --duration 1h -n 64 -p cassandra
       hotshard simulate --dist uniform:1e6 --rps 5000 --duration 10m --json -o test.json
+      hotshard simulate --replay run.json
+      hotshard simulate --like run.json --rps 3000 --shards 64 --split-hot 1:8
     """
     from hotshard._atomic import check_writable
     from hotshard.sim.scenarios import SCENARIOS
@@ -108,6 +122,12 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     ctx = click.get_current_context()
     given = {name for name in ctx.params
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    if replay_path or like_path:
+        _calibrated(given, locals())
+        return
+    if profile_option:
+        raise click.UsageError("--profile goes with --replay or --like; give a profile to "
+                               "simulate as the PROFILE argument")
     options = _resolve(scenario, given, locals())
     result = _run(options, given, hot_events=tuple(hot_events), cache_size=cache_size,
                   hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, read_share=read_share,
@@ -129,6 +149,75 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
         for path in (output, plot):
             if path:
                 click.echo(f"wrote {path}")
+
+
+# what --replay and --like take from the run itself, so these options conflict with them
+_FROM_THE_RUN = ("profile_path", "scenario", "dist", "service", "arrivals", "order",
+                 "read_share", "hot_events", "cache_size")
+_LIKE_CHANGES = ("rps", "shards", "duration", "split_hot", "replicas", "cache_hit", "hot_keys",
+                 "coalesce")
+
+
+def _calibrated(given, values) -> None:
+    """--replay / --like: calibrate from the run, print the model (each value with its
+    source), then the replay against the run or the prediction at the new scale."""
+    from hotshard.mitigations import Mitigations
+    from hotshard.observations import load
+    from hotshard.render import calibration_text, comparison_text, observed_shards_text
+    from hotshard.sim.calibrate import calibrate, compare, predict_like, replay
+
+    replay_path, like_path = values["replay_path"], values["like_path"]
+    if replay_path and like_path:
+        raise click.UsageError("give --replay (the run as it ran) or --like (the run's "
+                               "service at another scale), not both")
+    clash = [name for name in _FROM_THE_RUN if name in given]
+    if clash:
+        flag = "--" + clash[0].replace("_path", "").replace("_", "-")
+        raise click.UsageError(f"{flag} does not go with --replay/--like: the keys, service "
+                               "and arrivals are the run's (give --profile for its keys)")
+    changes = [name for name in _LIKE_CHANGES if name in given]
+    if replay_path and changes:
+        raise click.UsageError(f"--replay runs the model as the run ran; to change "
+                               f"--{changes[0].replace('_', '-')}, use --like")
+    path = replay_path or like_path
+    run = load(path)
+    cal = calibrate(run, profile=values["profile_option"], partitioner=values["partitioner"],
+                    workers=values["workers"], where=path)
+    if replay_path:
+        predicted = replay(cal, seed=values["seed"])
+    else:
+        split = values["split_hot"]
+        mitigations = Mitigations(split_keys=split[0] if split else 0,
+                                  split_into=split[1] if split else 1,
+                                  replicas=values["replicas"] or 1,
+                                  cache_hit=values["cache_hit"], hot_keys=values["hot_keys"],
+                                  coalesce=bool(values["coalesce"]))
+        predicted = predict_like(cal, rps=values["rps"], shards=values["shards"],
+                                 duration=values["duration"], mitigations=mitigations,
+                                 seed=values["seed"])
+    if values["output"]:
+        predicted.save(values["output"])
+    if values["plot"]:
+        from hotshard.report.observations_plot import plot_observations
+
+        plot_observations(predicted, values["plot"])
+    if values["as_json"]:
+        click.echo(json.dumps(predicted.to_dict()))
+        return
+    click.echo(calibration_text(cal))
+    click.echo("")
+    if replay_path:
+        click.echo(f"Replay of {path} ({run.duration_s:g} s at {cal.rps:,.4g} req/s; simulated "
+                   f"{predicted.duration_s:,.0f} s of the same arrivals):")
+        click.echo(comparison_text(compare(run, predicted)))
+    else:
+        click.echo(observed_shards_text(
+            predicted, f"Predicted at {predicted.rate_rps:,.4g} req/s on "
+                       f"{len(predicted.shards)} shards for {predicted.duration_s:g} s"
+                       + (f", {mitigations.text()}" if mitigations.active else "") + ":"))
+    for target in (values["output"], values["plot"]):
+        if target:
+            click.echo(f"wrote {target}")
 
 
 def _resolve(scenario, given, values) -> dict:
