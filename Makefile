@@ -58,14 +58,16 @@ redis:
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server redis-tools; }
 
-# tests/observe/ start their own Prometheus and redis_exporter (Debian's prometheus 2.42 and
-# prometheus-redis-exporter; no recommends: node_exporter is not needed).
+# tests/observe/ start their own Prometheus, redis_exporter and node_exporter (Debian's
+# prometheus 2.42, prometheus-redis-exporter and prometheus-node-exporter; no recommends).
 prometheus:
-	@command -v prometheus >/dev/null 2>&1 && command -v prometheus-redis-exporter >/dev/null 2>&1 || { \
-	  echo "prometheus not found: installing prometheus and prometheus-redis-exporter via apt"; \
+	@command -v prometheus >/dev/null 2>&1 && command -v prometheus-redis-exporter >/dev/null 2>&1 \
+	  && command -v prometheus-node-exporter >/dev/null 2>&1 || { \
+	  echo "prometheus not found: installing prometheus, prometheus-redis-exporter and" \
+	       "prometheus-node-exporter via apt"; \
 	  $(SUDO) apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-	    prometheus prometheus-redis-exporter; }
+	    prometheus prometheus-redis-exporter prometheus-node-exporter; }
 
 # benchmarks/bench_drive.py compares the driver with wrk (Debian package `wrk`).
 wrk:

@@ -45,6 +45,12 @@ __all__ = ["LATENCY_QUANTILES", "PRESETS", "Preset", "PrometheusClient", "observ
 LATENCY_QUANTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99,
                      "p999": 0.999}
 DEFAULT_TIMEOUT = 10.0
+# CPU seconds a busy fraction's measurement may be off by: CPU-seconds counters advance in clock
+# ticks (10 ms: /proc's and os.times()' USER_HZ of 100), one tick at each edge of the span, and
+# an exporter reads its counter a few milliseconds after the scrape's timestamp. So one core
+# busy all along measures 1 + up to ~0.05 s / span (seen live: 1.0011 over 9 s, 1.01 over 1 s),
+# and an idle machine 1 - idle slightly below 0. See ``_settle_fraction``.
+CPU_SLACK_S = 0.05
 # a bare selector: a metric name with optional {matchers}, or {matchers} alone
 _SELECTOR = re.compile(r"""^\s*(?:[A-Za-z_:][A-Za-z0-9_:]*\s*)?"""
                        r"""(?:\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})?\s*$""")
@@ -62,6 +68,7 @@ class Preset:
     errors: str | None = None
     why_no_latency: str = ""
     why_no_requests: str = ""
+    cpu_note: str = ""
 
 
 PRESETS: dict[str, Preset] = {
@@ -78,12 +85,23 @@ PRESETS: dict[str, Preset] = {
                     why_no_latency="redis_exporter's latency percentiles "
                                    "(redis_latency_percentiles_usec) are since each node "
                                    "started, not over the window"),
-    # node_exporter: each machine's busy fraction, all its cores averaged
+    # node_exporter: each machine's busy fraction, all its cores together: the share of its
+    # CPU time in modes other than idle and iowait (user, nice, system, irq, softirq, steal),
+    # /proc/stat's (total - idle - iowait) / total as psutil's cpu_percent and top count it.
+    # iowait is idle time while some task waits on I/O (the CPU runs whatever it is given):
+    # counting it busy would show a disk-bound machine as CPU-saturated. Divided by the rate of
+    # all modes, not by 1 s/s per CPU: the modes' sum can fall short of the wall clock (1.7%
+    # short on a test VM), which would count the missing time as busy. A machine's fraction is
+    # not one core's: the note says so.
     "node": Preset("instance", "instance", None,
-                   '1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}'
+                   '1 - sum by (instance) (rate(node_cpu_seconds_total{mode=~"idle|iowait"}'
+                   '[$__range])) / sum by (instance) (rate(node_cpu_seconds_total'
                    '[$__range]))',
                    why_no_latency="node_exporter measures machines, not requests",
-                   why_no_requests="node_exporter counts no requests: give --requests"),
+                   why_no_requests="node_exporter counts no requests: give --requests",
+                   cpu_note="cpu is each machine's busy fraction, all its cores averaged (idle "
+                            "and iowait not busy): one saturated single-threaded shard on an "
+                            "N-core machine shows 1/N"),
     # any Prometheus client library's process collector: CPU seconds per process
     "process": Preset("instance", "instance", None, "process_cpu_seconds_total",
                       why_no_latency="the process collector measures no requests",
@@ -291,6 +309,17 @@ class _Query:
         return out
 
 
+def _settle_fraction(value: float, slack: float) -> float:
+    """A busy fraction measured just outside [0, 1] (by at most ``slack``, the counters'
+    resolution over the span) is 1 or 0: one core busy all along, or an idle one, not more
+    than a core (which would leave the shard's cpu out) nor less than nothing."""
+    if 1 < value <= 1 + slack:
+        return 1.0
+    if -slack <= value < 0:
+        return 0.0
+    return value
+
+
 def _latency_unit(expr: str) -> float:
     """Milliseconds per unit of a histogram's buckets: seconds (Prometheus' base unit) unless
     the name says milliseconds or microseconds."""
@@ -393,6 +422,11 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
     fields: dict[str, Any] = {}
     nodes: dict[str, str] = {}
     spans: list[float] = []
+    # what the requests were counted over, for duration_s and rate_rps: a counter selector's
+    # first-to-last scrape, or the window ($__range) for an expression; never another query's
+    # span (a CPU counter's scrapes inside the window would divide a count over the whole
+    # window by a shorter time, and without one the rate would be missing)
+    requests_span: float | None = None
 
     def take(name: str, grouped: _Grouped, convert) -> None:
         nodes.update(grouped.nodes)
@@ -406,8 +440,10 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         if is_selector(expr):
             g = q.counters("requests", expr)
             spans.append(g.span or 0.0)
+            requests_span = g.span
         else:
             g = q.instant("requests", expr)
+            requests_span = end - start
             notes.add(f"requests are {expr!r} at the window's end, rounded to whole requests")
         take("requests", g, lambda s, v: max(0, round(v)))
     else:
@@ -423,6 +459,17 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         else:
             g = q.instant("cpu", expr)
             raw = dict(g.values)
+            span = end - start  # what $__range covers
+        settled = {s: _settle_fraction(v, CPU_SLACK_S / span) for s, v in raw.items()}
+        edged = {s: v for s, v in raw.items() if settled[s] != v}
+        if edged:
+            shard, value = max(edged.items(), key=lambda kv: abs(kv[1] - settled[kv[0]]))
+            notes.add(f"cpu of {len(edged)} shard(s) measured just outside [0, 1] (e.g. "
+                      f"{shard!r}: {value:.4f}), within the CPU counters' resolution over "
+                      f"{span:.1f} s: taken as {settled[shard]:g}")
+        raw = settled
+        if p and p.cpu_note and not cpu:
+            notes.add(p.cpu_note)
         over = {s: v for s, v in raw.items() if not 0 <= v <= 1}
         if over:
             shard, value = next(iter(sorted(over.items())))
@@ -466,18 +513,19 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         shards.append(ShardObservation(id=shard, extra=extra, **values))
     span = max(spans) if spans else None
     counts = [s.requests for s in shards if s.requests is not None]
-    if counts and span:
+    if counts and requests_span:
         total = sum(counts)
-        fields["duration_s"] = round(span, 3)
+        fields["duration_s"] = round(requests_span, 3)
         if total:
-            fields["rate_rps"] = round(total / span, 3)
+            fields["rate_rps"] = round(total / requests_span, 3)
             fields["achieved_rps"] = fields["rate_rps"]
             failed = [s.errors for s in shards if s.errors is not None]
             if failed and len(failed) == len(counts):
                 fields["errors"] = {"share": sum(failed) / total, "attempted": total,
                                     "failed": sum(failed)}
-        notes.add(f"requests counted between the first and last scrape inside the window "
-                  f"({span:.1f} s of {end - start:.1f} s)")
+        if is_selector(queries["requests"] or ""):
+            notes.add(f"requests counted between the first and last scrape inside the window "
+                      f"({requests_span:.1f} s of {end - start:.1f} s)")
     elif not queries["requests"]:
         fields["duration_s"] = round(span, 3) if span else round(end - start, 3)
     source = {"source": "prometheus", "url": q.client.url, "start": iso(start),
