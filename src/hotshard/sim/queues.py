@@ -310,13 +310,37 @@ class _Present:
     def add(self, arrival: Seconds, inside: int, leave: Seconds, arrived: int) -> None:
         # both runs sorted already or nearly (FIFO): timsort merges them in linear time
         leaves = np.sort(np.concatenate([self.pending, leave]), kind="stable")
-        if inside:
-            left = np.searchsorted(leaves, arrival[:inside], side="right")
-            present = np.arange(arrived + 1, arrived + inside + 1) - (self.gone + left)
-            self.most = max(self.most, int(present.max()))
-        k = int(np.searchsorted(leaves, arrival[-1], side="right"))
-        self.gone += k
+        most, k = _compiled_present()(leaves, arrival, inside, arrived - self.gone)
+        self.most = max(self.most, int(most))
+        self.gone += int(k)
         self.pending = leaves[k:]
+
+
+@functools.cache
+def _compiled_present():
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_most_present)
+
+
+def _most_present(leaves, arrival, inside, base):  # pragma: no cover - runs compiled
+    """(largest base + (i + 1) - #{leaves <= arrival[i]} over the first ``inside`` arrivals,
+    #{leaves <= the last arrival}): one merge of two sorted runs."""
+    j = 0
+    m = leaves.size
+    most = 0
+    for i in range(inside):
+        a = arrival[i]
+        while j < m and leaves[j] <= a:
+            j += 1
+        present = base + i + 1 - j
+        if present > most:
+            most = present
+    if arrival.size:
+        a = arrival[arrival.size - 1]
+        while j < m and leaves[j] <= a:
+            j += 1
+    return most, j
 
 
 def _seconds(values: ArrayLike, name: str) -> Seconds:
