@@ -19,9 +19,14 @@ from hotshard.cli._options import PARTITIONER_CHOICE
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
               help="The store's partitioner for the what-ifs [default: the one the "
                    "observations name, else kafka].")
+@click.option("--calibrate", "calibrate_path", metavar="RUN.json",
+              help="A measured run of the service (hotshard drive against it): the what-ifs "
+                   "then state the hottest shard's CPU and p99 before and after each "
+                   "mitigation at production's rate (simulate --like RUN).")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"ranking": [{"cause", "verdict", "score", "evidence"}], ...}.')
-def diagnose(observations_path, baseline_path, profile_path, partitioner, as_json):
+def diagnose(observations_path, baseline_path, profile_path, partitioner, calibrate_path,
+             as_json):
     """Rank the explanations of a load test that missed production's behaviour.
 
     OBS.json holds production's observations (hotshard.observations/1: written by hotshard or
@@ -48,8 +53,16 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, as_jso
         baseline, dropped = Observations.load_salvaged(baseline_path)
         problems += [f"{baseline_path}: {p}" for p in dropped]
     profile = Profile.load(profile_path) if profile_path is not None else None
+    run = None
+    if calibrate_path is not None:
+        from hotshard.observations import load
+
+        if profile is None:
+            raise click.UsageError("--calibrate predicts production's CPU and p99 from "
+                                   "production's keys: give --profile too")
+        run = load(calibrate_path)
     result = run_diagnose(production, baseline, profile=profile, partitioner=partitioner,
-                          problems=problems)
+                          problems=problems, calibrate_from=run)
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     else:

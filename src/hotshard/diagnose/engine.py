@@ -37,9 +37,11 @@ def _is_production(obs: Observations) -> bool:
         obs.model is None and gen in ("", "production"))
 
 
-def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None
-              ) -> list[Recommendation]:
-    """Predict the hottest shard's share before and after each mitigation on this profile."""
+def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None,
+              model=None, rate: float | None = None) -> list[Recommendation]:
+    """Predict the hottest shard's share before and after each mitigation on this profile;
+    with a calibrated service ``model`` (``sim.calibrate``) and production's ``rate``, also
+    its CPU and p99 before and after, simulated at production's rate and shard count."""
     from hotshard.mitigations import Mitigations
     from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict
@@ -58,22 +60,46 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
                                             replicas=REPLICAS)))
     out = []
     base = None
+    now = _simulated(model, rate, n_shards, partitioner, None) if model is not None else None
     for action, mitigations in options:
         result = predict(profile, part, mitigations=mitigations)
         base = float(result.shares.max())
         after = float(result.after.shares.max())
         detail = (f"hotshard predict ({partitioner}, {n_shards} shards): the hottest shard "
                   f"carries {pct(base)} of the load now, {pct(after)} after")
-        if hot_cpu is not None and base > 0:
+        if hot_cpu is not None and base > 0 and now is None:
             detail += (f"; its CPU ~{pct(hot_cpu)} would fall to ~{pct(hot_cpu * after / base)}"
                        " at the same rate")
+        extra = {}
+        if now is not None:
+            then = _simulated(model, rate, n_shards, partitioner, mitigations)
+            detail += (f"; the service model calibrated on {model.run_label!r} predicts, at "
+                       f"{rps(rate)}, the hottest shard at {pct(now[0])} CPU with p99 "
+                       f"{now[1]:,.0f} ms now, {pct(then[0])} with p99 {then[1]:,.0f} ms "
+                       "after")
+            extra = {"cpu_before": now[0], "cpu_after": then[0], "p99_before_ms": now[1],
+                     "p99_after_ms": then[1]}
         out.append(Recommendation(action[0].upper() + action[1:], detail, base, after,
-                                  "share of load"))
+                                  "share of load", **extra))
     return out
 
 
+def _simulated(model, rate: float, n_shards: int, partitioner: str, mitigations
+               ) -> tuple[float, float]:
+    """(hottest shard's CPU, its p99 ms) of the calibrated model at production's rate."""
+    from dataclasses import replace as changed
+
+    from hotshard.sim.calibrate import predict_like
+
+    obs = predict_like(changed(model, partitioner=partitioner), rps=rate, shards=n_shards,
+                       mitigations=mitigations)
+    hottest = max(obs.shards, key=lambda s: (s.cpu or 0.0, s.requests or 0))
+    return float(hottest.cpu or 0.0), float(hottest.p99_ms or float("nan"))
+
+
 def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
-               notes: list[str]) -> list[Recommendation]:
+               notes: list[str], calibrate_from: Observations | None = None
+               ) -> list[Recommendation]:
     p, t = ev.production, ev.baseline
     recs: list[Recommendation] = []
     if found["key-skew"] == "fits":
@@ -86,8 +112,10 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
                 notes.append(f"the store's partitioner is not named: the what-ifs assume "
                              f"{DEFAULT_PARTITIONER} placement (name the partitioner to "
                              "change it)")
+            model = _calibrated(calibrate_from, ev.profile, rate_of(p), notes)
             try:
-                recs.extend(_what_ifs(ev.profile, name, s.shards, hot_cpu))
+                recs.extend(_what_ifs(ev.profile, name, s.shards, hot_cpu, model,
+                                      rate_of(p)))
             except InputError as exc:
                 notes.append(f"what-ifs skipped: {exc}")
             recs.append(Recommendation(
@@ -149,9 +177,28 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
     return recs
 
 
+def _calibrated(run: Observations | None, profile: Profile, rate: float | None,
+                notes: list[str]):
+    """The service model calibrated from ``run`` with production's keys, or None (said in
+    ``notes`` when a run was given but cannot calibrate, or production has no rate)."""
+    if run is None:
+        return None
+    if not rate:
+        notes.append("production gives no request rate: the what-ifs' CPU and p99 need one")
+        return None
+    from hotshard.sim.calibrate import calibrate
+
+    try:
+        return calibrate(run, profile=profile, where=repr(run.label))
+    except InputError as exc:
+        notes.append(f"no CPU and p99 in the what-ifs: {exc}")
+        return None
+
+
 def diagnose(production: Observations, baseline: Observations | None = None, *,
              profile: Profile | None = None, partitioner: str | None = None,
-             problems: Sequence[str] = ()) -> Diagnosis:
+             problems: Sequence[str] = (),
+             calibrate_from: Observations | None = None) -> Diagnosis:
     """Rank the explanations of production's behaviour (against a load test, if given).
 
     Parameters
@@ -169,6 +216,11 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
     problems : sequence of str, optional
         Fields dropped while reading the inputs (``Observations.load_salvaged``), carried
         into the notes so a reader knows what the verdicts could not use.
+    calibrate_from : Observations, optional
+        A measured run of the service (``drive`` against it: per-shard CPU and requests,
+        service-time percentiles): the what-ifs then also state the hottest shard's CPU and
+        p99 before and after each mitigation, from the service model calibrated on it
+        (``hotshard.sim.calibrate``) simulated at production's rate and shard count.
 
     Returns
     -------
@@ -200,7 +252,7 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
     if baseline is None:
         notes.append("no load test given: the causes that compare the test with "
                      "production cannot be judged")
-    recs = _recommend(ev, found, partitioner, notes)
+    recs = _recommend(ev, found, partitioner, notes, calibrate_from)
     return Diagnosis(production.label, baseline.label if baseline is not None else None,
                      tuple(findings), tuple(recs), tuple(notes), tuple(warnings))
 

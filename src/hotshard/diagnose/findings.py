@@ -96,12 +96,20 @@ class Recommendation:
     hottest_before: float | None = None
     hottest_after: float | None = None
     unit: str = ""
+    # the hottest shard's CPU and p99 before and after, from a calibrated service model
+    cpu_before: float | None = None
+    cpu_after: float | None = None
+    p99_before_ms: float | None = None
+    p99_after_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"action": self.action, "detail": self.detail}
         if self.hottest_before is not None:
             out.update(hottest_before=self.hottest_before, hottest_after=self.hottest_after,
                        unit=self.unit)
+        if self.cpu_before is not None:
+            out.update(cpu_before=self.cpu_before, cpu_after=self.cpu_after,
+                       p99_before_ms=self.p99_before_ms, p99_after_ms=self.p99_after_ms)
         return out
 
 

@@ -69,6 +69,7 @@ class Calibration:
     read_share: float
     sources: dict[str, str] = field(default_factory=dict)   # value name -> where it came from
     notes: tuple[str, ...] = ()
+    profile: object = None       # the keys' Profile when one was given read (diagnose's)
 
     @property
     def service_spec(self) -> str:
@@ -79,8 +80,12 @@ class Calibration:
 
     def options(self, **overrides) -> dict:
         """``sim.scenarios.prepare`` options for this model (``overrides`` on top)."""
-        keys = ({"profile": self.keys, "dist": None} if not _is_spec(self.keys)
-                else {"profile": None, "dist": self.keys})
+        if self.profile is not None:
+            keys = {"profile": self.profile, "dist": None}
+        elif _is_spec(self.keys):
+            keys = {"profile": None, "dist": self.keys}
+        else:
+            keys = {"profile": self.keys, "dist": None}
         return {"rps": self.rps, "duration": self.duration_s, "shards": self.shards,
                 "partitioner": self.partitioner, "workers": self.workers,
                 "service": self.service_spec, "arrivals": self.arrivals, "order": self.order,
@@ -130,10 +135,11 @@ def _drive_record(run: Observations) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def calibrate(run: Observations, *, profile: str | None = None,
+def calibrate(run: Observations, *, profile=None,
               partitioner: str | None = None, workers: int | None = None,
               where: str = "the run") -> Calibration:
     """The service model behind ``run`` (see the module's docstring for each estimate).
+    ``profile``: the keys' profile (a path, or a ``Profile``), when not the run's own.
 
     Raises
     ------
@@ -170,11 +176,12 @@ def calibrate(run: Observations, *, profile: str | None = None,
                      "mostly queueing, which the fit takes out through the model itself; a "
                      f"run below {CALIBRATE_BELOW_CPU:.0%} calibrates on firmer ground")
     record = _drive_record(run)
-    keys = profile or record.get("keys")
+    loaded = profile if profile is not None and not isinstance(profile, str | Path) else None
+    keys = "the profile given" if loaded is not None else (profile or record.get("keys"))
     if not keys:
         raise InputError(f"{where} does not say where its keys came from: give the profile "
                          "(--profile PROFILE.json)")
-    if not _is_spec(keys) and not Path(keys).is_file():
+    if loaded is None and not _is_spec(keys) and not Path(keys).is_file():
         raise InputError(f"{where} drew its keys from {keys}, which is not here: give the "
                          "profile (--profile PROFILE.json)")
     arrivals = record.get("arrivals") or "poisson"
@@ -208,7 +215,7 @@ def calibrate(run: Observations, *, profile: str | None = None,
                       service_mean_ms=mean_ms, service_p99_ms=p99_ms, extra_ms=extra_ms,
                       rps=rps, duration_s=duration, arrivals=arrivals, keys=str(keys),
                       order=record.get("order") or "auto", read_share=read_share,
-                      sources=sources, notes=tuple(notes))
+                      sources=sources, notes=tuple(notes), profile=loaded)
     return _without_queueing(cal, x50, x99)
 
 

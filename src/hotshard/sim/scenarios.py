@@ -200,8 +200,9 @@ def prepare(options: dict) -> Prepared:
 
     o = {**DEFAULTS, **options}
     profile, op_mix = None, None
-    if o["profile"]:
-        profile = Profile.load(o["profile"])
+    if o["profile"]:   # a path, or a Profile already read (diagnose holds one)
+        profile = o["profile"] if isinstance(o["profile"], Profile) else Profile.load(
+            o["profile"])
         sampler = from_profile(profile)
         op_mix = op_mix_by_key(profile) if profile.operations else None
         generator = "profile"
