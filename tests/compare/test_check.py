@@ -15,10 +15,10 @@ import pytest
 from hotshard.compare.check import (
     EXPECTED_COUNT,
     MIN_TEST_EVENTS,
-    Thresholds,
     check,
     events_needed,
 )
+from hotshard.compare.verdicts import Thresholds
 from hotshard.errors import InputError
 from hotshard.profile.count import count_keys, count_profile
 from hotshard.shards.partitioners import make_partitioner

@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hotshard.compare.check import BURST_SE, Thresholds, check, idc_rel_se
+from hotshard.compare.burstiness import BURST_SE, idc_rel_se
+from hotshard.compare.check import check
+from hotshard.compare.verdicts import Thresholds
 from hotshard.profile.count import count_keys, count_profile
 from tests.conftest import run_cli, shared, trace_profile
 

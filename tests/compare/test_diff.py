@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from hotshard.compare.diff import DRIFT_SE, diff, diff_table, outside_bound
+from hotshard.compare.diff import DRIFT_SE, diff, outside_bound
+from hotshard.compare.diff_text import diff_table
 from hotshard.errors import InputError
 from hotshard.profile.count import count_profile
 from hotshard.profile.document import Profile

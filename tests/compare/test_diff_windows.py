@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.stats import poisson
 
-from hotshard.compare.diff import HOT_FACTOR, HOT_P, diff, diff_table, expected_tv
+from hotshard.compare.diff import diff
+from hotshard.compare.diff_text import diff_table
+from hotshard.compare.window_drift import HOT_FACTOR, HOT_P, expected_tv
 from hotshard.profile.count import count_profile
 from tests.conftest import run_cli, shared, trace_profile
 

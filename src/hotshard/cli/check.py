@@ -87,8 +87,9 @@ def check(test_inputs, production_path, key, time_col, partitioner, shards, key_
 
 def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_type, thresholds,
          allow_disjoint, as_json, cache_size, layout):
-    from hotshard.compare.check import Thresholds, profile_test
     from hotshard.compare.check import check as run_check
+    from hotshard.compare.check import profile_test
+    from hotshard.compare.verdicts import Thresholds
     from hotshard.profile.document import Profile
 
     production = Profile.load(production_path)

@@ -48,7 +48,7 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
     """
     from hotshard.cli._options import need_shard_count
     from hotshard.compare.diff import diff as run_diff
-    from hotshard.compare.diff import diff_table
+    from hotshard.compare.diff_text import diff_table
     from hotshard.profile.document import Profile
 
     if partitioner is None and shards is not None:

@@ -7,141 +7,32 @@ arrivals far smoother than production's), so a pipeline should refuse it; a ``wa
 mismatch that makes the test pessimistic or different but hides nothing. When production
 itself has no semantic hot spot, uniform test keys are right and pass.
 
-Every threshold is a named field of ``Thresholds`` with the reason for its default, and can be
-overridden.
+This module holds the key-by-key and shard checks and runs every check (``check``). The
+working-set and cache check (``compare.working_set``) and the burstiness check
+(``compare.burstiness``) have modules of their own; the verdicts and the ``Thresholds`` they
+are judged by (each a named field with the reason for its default, and overridable) are in
+``compare.verdicts``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from hotshard._format import pct, times
+from hotshard._format import pct
+from hotshard.compare.burstiness import burstiness
+from hotshard.compare.verdicts import Check, Thresholds, Verdict, worst
+from hotshard.compare.working_set import working_set
 from hotshard.errors import InputError
 from hotshard.profile.document import Profile
 from hotshard.profile.shape import ProfileShape, profile_shape
 
-__all__ = ["Check", "CheckReport", "Thresholds", "check", "comparable_head_keys",
-           "events_needed", "faithful_coverage", "idc_rel_se", "profile_test"]
-
-Verdict = Literal["pass", "warn", "fail"]
-_ORDER = {"pass": 0, "warn": 1, "fail": 2}
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When a check warns or fails. Override any with ``Thresholds().updated({...})``.
-
-    head_fail, head_warn
-        Head coverage (the share of production's head traffic that the test puts on the same
-        keys, counting each key up to production's share) below which the test fails / warns.
-        Below one half, most of what production's hot keys carry is missing from the test:
-        the hot key's shard will not run hot. Below 0.8 a fifth of it is: visible, not fatal.
-    share_fail, share_warn, share_high_warn
-        The test's top-1% and top-10 shares over production's. Under 0.5 the test spreads
-        what production concentrates (the incident's uniform keys: 0.02): fail. Outside
-        [0.8, 1.25] the concentration differs noticeably: warn (above is pessimistic, so it
-        never fails).
-    hidden_key_ratio
-        A production head key is "hidden" when the test gives it less than this fraction of
-        its production share (and the shortfall is significant): its load will not show up
-        where production puts it.
-    hidden_key_fail, hidden_share_fail
-        Head coverage fails when one hidden key carries at least this share of production's
-        traffic (0.5%: a third of a fair shard's load at 64 shards, half of one at 100), or
-        the hidden keys together at least this share (5%): a test must not drop a key that
-        alone heats its shard. Any hidden key at all warns.
-    shard_fail, shard_warn
-        The test's hottest-shard share over production's, when production has a hot shard
-        (beyond the uniform band). Under 0.8 the hot shard runs at most 80% as hot in the
-        test: at the incident's 95% CPU that is 76%, still short of where queues explode.
-    alpha_tolerance
-        Tail exponents further apart than this (and than 3 standard errors): warn. The tail
-        decides the working set and the cache, not a hot spot, so it never fails.
-    cache_fail, cache_warn
-        LRU hit rate (Che) of the test minus production's at --cache-size. A test whose cache
-        hits 10 points more than production's is optimistic everywhere: fail. 5 points apart
-        either way: warn.
-    working_set_warn
-        Distinct keys per event, test over production: outside [1/x, x] the working set
-        differs by more than x: warn.
-    burst_fail, burst_warn, burst_high_warn
-        When both profiles have arrivals: Kingman's heavy-traffic factor (c_a^2 + c_s^2) of
-        the test over production's, with the index of dispersion (IDC) at a scale as c_a^2
-        and exponential service (c_s^2 = 1). A queue's mean wait is proportional to it, so a
-        ratio of 0.25 means the test's queues wait a quarter as long as production's under
-        the same load: the hot shard's p99 understated four-fold or more (the incident's
-        scenario: 181 ms Poisson against 938 ms bursty): fail. Half: warn. Not tighter: a
-        bursty trace's own IDC moves by a factor of several from one half-hour to the next
-        (cloudphysics at 1 s: 71 to 596), and a stream generated from the profile's arrivals
-        is within 20%. Above 2 the test is burstier (pessimistic): warn.
-    """
-
-    head_fail: float = 0.5
-    head_warn: float = 0.8
-    share_fail: float = 0.5
-    share_warn: float = 0.8
-    share_high_warn: float = 1.25
-    hidden_key_ratio: float = 0.5
-    hidden_key_fail: float = 0.005
-    hidden_share_fail: float = 0.05
-    shard_fail: float = 0.8
-    shard_warn: float = 0.95
-    alpha_tolerance: float = 0.15
-    cache_fail: float = 0.10
-    cache_warn: float = 0.05
-    working_set_warn: float = 2.0
-    burst_fail: float = 0.25
-    burst_warn: float = 0.5
-    burst_high_warn: float = 2.0
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int | float) or isinstance(value, bool) \
-                    or not math.isfinite(value) or value < 0:
-                raise InputError(f"threshold {f.name} must be a number >= 0, got {value!r}")
-        for fail, warn in (("head_fail", "head_warn"), ("share_fail", "share_warn"),
-                           ("shard_fail", "shard_warn"), ("cache_warn", "cache_fail"),
-                           ("burst_fail", "burst_warn")):
-            if getattr(self, fail) > getattr(self, warn):
-                raise InputError(f"threshold {fail} ({getattr(self, fail):g}) must not be above "
-                                 f"{warn} ({getattr(self, warn):g}): set both")
-        if self.share_high_warn < 1:
-            raise InputError(f"threshold share_high_warn must be >= 1 (a test more "
-                             f"concentrated than production), got {self.share_high_warn:g}")
-        for name in ("working_set_warn", "burst_high_warn"):
-            if getattr(self, name) < 1:
-                raise InputError(f"threshold {name} must be >= 1, got {getattr(self, name):g}")
-
-    def updated(self, changes: dict[str, float]) -> Thresholds:
-        """These thresholds with ``changes``; an unknown name is an error naming the known."""
-        names = {f.name for f in fields(self)}
-        for name in changes:
-            if name not in names:
-                raise InputError(f"unknown threshold {name!r}; known: {', '.join(sorted(names))}")
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict[str, float]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check's verdict, its plain-words reason and the numbers behind it."""
-
-    name: str
-    verdict: Verdict
-    message: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "verdict": self.verdict, "message": self.message,
-                "numbers": self.numbers}
+__all__ = ["CheckReport", "check", "comparable_head_keys", "events_needed", "faithful_coverage",
+           "profile_test"]
 
 
 @dataclass(frozen=True)
@@ -157,7 +48,7 @@ class CheckReport:
 
     @property
     def verdict(self) -> Verdict:
-        return max((c.verdict for c in self.checks), key=_ORDER.__getitem__, default="pass")
+        return worst(*(c.verdict for c in self.checks))
 
     @property
     def exit_status(self) -> int:
@@ -267,7 +158,7 @@ def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
     if hidden and (biggest >= t.hidden_key_fail or hidden_share >= t.hidden_share_fail):
         verdict = "fail"
     elif hidden:
-        verdict = max(verdict, "warn", key=_ORDER.__getitem__)
+        verdict = worst(verdict, "warn")
     msg = (f"the test puts {pct(coverage)} of production's head traffic ({len(keys)} keys, "
            f"{pct(head_total)} of all requests) on the same keys at up to their production "
            f"share; a faithful test of {test.events:,.0f} events reaches {pct(faithful)} by "
@@ -338,275 +229,6 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
                   "allowed": allowed})
 
 
-# Two streams' measured LRU curves are compared as they are when their lengths differ by at
-# most this factor (a longer stream has fewer first-time misses per request); beyond it, both
-# are modelled at the shorter length by Che's approximation.
-MEASURED_LENGTH_RATIO = 1.25
-
-
-def _measured_pair(test: Profile, prod: Profile) -> bool:
-    """Whether both profiles measured their LRU curves on streams of comparable length."""
-    if test.locality is None or prod.locality is None:
-        return False
-    a, b = float(test.locality.events), float(prod.locality.events)
-    return max(a, b) <= MEASURED_LENGTH_RATIO * min(a, b)
-
-
-def _why_che(test: Profile, prod: Profile) -> str:
-    """Why the measured LRU curves were not compared (one clause)."""
-    missing = [n for n, p in (("the test", test), ("production", prod)) if p.locality is None]
-    if missing:
-        return (f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} no measured "
-                "LRU curve, so order and reuse are modelled as independent")
-    a, b = float(test.locality.events), float(prod.locality.events)
-    return (f"the measured curves are of streams {max(a, b) / min(a, b):.1f}x apart in length "
-            f"(beyond {MEASURED_LENGTH_RATIO:g}x, first-time misses differ)")
-
-
-def _lru_hit(profile: Profile, capacity: float, events: float, distinct: float) -> float:
-    """LRU hit rate over a run of ``events`` requests touching ``distinct`` keys: Che's
-    approximation on the profile's popularity, capped by the compulsory misses (each key's
-    first request misses whatever the cache: at most 1 - distinct / events can hit)."""
-    from hotshard.sim.cache import che_hit_rates
-
-    counts, mult = profile.dist.popularity()
-    che = float(che_hit_rates(counts, mult, capacity).hit_rate)
-    return min(che, max(0.0, 1.0 - distinct / events)) if events > 0 else che
-
-
-def rarefied_keys(profile: Profile, events: float) -> float:
-    """Distinct keys expected in ``events`` events drawn without replacement from the
-    profile's own events (rarefaction: a key with c of N events is missed with probability
-    C(N - c, n) / C(N, n)). Exact at the profile's own length, where it gives its key count,
-    and it needs no guess about keys the profile never saw; so runs of different lengths are
-    compared at the shorter one's length, never extrapolated."""
-    from scipy.special import gammaln
-
-    counts, mult = profile.dist.popularity()
-    total = float(profile.events)
-    n = min(float(events), total)
-    if n >= total:
-        return float(mult.sum())
-    rest = total - counts
-    log_miss = np.where(rest >= n, gammaln(rest + 1) - gammaln(rest - n + 1)
-                        - gammaln(total + 1) + gammaln(total - n + 1), -np.inf)
-    return float(np.sum(mult * -np.expm1(log_miss)))
-
-
-def _working_set(test: Profile, prod: Profile, t: Thresholds, cache_size: int | None, *,
-                 cache_can_fail: bool = True) -> Check:
-    n = min(test.events, prod.events)
-    k_t, k_p = rarefied_keys(test, n), rarefied_keys(prod, n)
-    ratio = k_t / k_p if k_p > 0 else float("inf")
-    numbers: dict[str, Any] = {"test_keys": test.keys, "test_events": test.events,
-                               "production_keys": prod.keys, "production_events": prod.events,
-                               "compared_at_events": n, "test_keys_at": k_t,
-                               "production_keys_at": k_p, "keys_ratio": ratio}
-    msg = (f"in {n:,.0f} events (the shorter run's length) the test touches {k_t:,.0f} "
-           f"distinct keys and production {k_p:,.0f} ({ratio:.2f}x)")
-    verdict: Verdict = "pass"
-    if not 1 / t.working_set_warn <= ratio <= t.working_set_warn:
-        verdict = "warn"
-        msg += (": a bigger working set than production's" if ratio > 1 else
-                ": a smaller working set than production's (it fits caches production's "
-                "does not)")
-    if cache_size is not None:
-        measured = _measured_pair(test, prod)
-        if measured:
-            # each stream's own LRU curve, in its own order: bursts and reuse included
-            h_t = test.locality.lru_hit_rate(cache_size)
-            h_p = prod.locality.lru_hit_rate(cache_size)
-            how = "each one's measured LRU curve, in its own order"
-        else:
-            # both at the same length, the first-time misses of that many requests included
-            h_t = _lru_hit(test, cache_size, n, k_t)
-            h_p = _lru_hit(prod, cache_size, n, k_p)
-            how = "Che's approximation, first-time misses included: " + _why_che(test, prod)
-        numbers.update(cache_size=cache_size, test_hit_rate=h_t, production_hit_rate=h_p,
-                       cache_model="measured" if measured else "che")
-        msg += (f"; an LRU cache of {cache_size:,} entries hits {pct(h_t)} of the test and "
-                f"{pct(h_p)} of production over as many requests ({how})")
-        gap = h_t - h_p
-        if gap > t.cache_fail and cache_can_fail:
-            verdict = "fail"
-            msg += ": the test's cache is warmer than production's can be (optimistic)"
-        elif abs(gap) > t.cache_warn:
-            verdict = max(verdict, "warn", key=_ORDER.__getitem__)
-            msg += (": the test's cache is colder (pessimistic on latency, and it hides what "
-                    "a warm cache does for production's hot keys)" if gap < 0 else
-                    ": the test's cache is somewhat warmer")
-    return Check("working-set", verdict, msg, numbers)
-
-
-# -- burstiness -----------------------------------------------------------------------------
-# The scales the burstiness check judges: from 1 s (finer, dispersion often measures the
-# clock, not the traffic: cloudphysics' times are whole seconds, so each second's requests
-# share one 10 ms window) to 60 s (coarser, the profile's per-minute counts carry the rate's
-# shape, which a load test follows by its rate plan, not by its burstiness).
-BURST_SCALES = (1.0, 60.0)
-# c_s^2 in Kingman's factor: exponential service (hotshard simulate's default; M/M/c's).
-SERVICE_SCV = 1.0
-# A ratio is a difference only beyond this many standard errors of the two estimates (as
-# diff's DRIFT_SE): a short test's few windows give a noisy index of dispersion.
-BURST_SE = 3.0
-# Rates further apart than this factor are compared at equal requests per window, and the
-# message says so; closer, at equal scales (the shift is within the estimates' noise).
-RATE_NOTE = 1.1
-
-
-def _rates_differ(a: float, b: float) -> bool:
-    return max(a, b) > RATE_NOTE * min(a, b)
-
-
-def idc_rel_se(windows: float) -> float:
-    """Relative standard error of an index of dispersion (Var/Mean, the variance over the
-    windows themselves, as ``hotshard.profile.arrivals.idc``) over ``windows`` windows of
-    Poisson counts.
-
-    To first order IDC - 1 = (a - b) / m, with a = s^2 - m and b = mean - m; for n Poisson
-    counts of mean m, Var(s^2) = m / n + 2 m^2 / (n - 1) (unbiased s^2, from the fourth
-    central moment m (1 + 3 m)), Var(mean) = m / n and Cov(s^2, mean) = mu_3 / n = m / n,
-    so Var(IDC) = 2 / (n - 1) whatever m, times ((n - 1) / n)^2 for the variance over n:
-    sqrt(2 (n - 1)) / n. Bursty counts are noisier: this is the least noise, used so that a
-    short test's few windows do not read as a difference.
-    """
-    n = max(float(windows), 2.0)
-    return math.sqrt(2.0 * (n - 1.0)) / n
-
-
-def _rate(profile: Profile) -> tuple[float, float]:
-    """(mean requests per second, seconds) of a profile with arrivals."""
-    arrivals = profile.arrivals
-    assert arrivals is not None
-    rate = profile.rate or {}
-    seconds = float(rate.get("seconds") or arrivals.seconds)
-    return float(rate.get("mean_rps") or arrivals.events / seconds), seconds
-
-
-def _production_idc(prod: Profile, scale: float) -> tuple[float, bool] | None:
-    """Production's IDC at ``scale`` seconds: measured, else interpolated on log-log axes
-    between the measured scales around it (exact: False); None outside them."""
-    assert prod.arrivals is not None
-    measured = sorted((float(k), v) for k, v in prod.arrivals.idc.items())
-    for w, v in measured:
-        if abs(w - scale) <= 1e-9 * w:
-            return v, True
-    if not measured or not measured[0][0] < scale < measured[-1][0]:
-        return None
-    w, v = np.log([m[0] for m in measured]), np.log([max(m[1], 1e-9) for m in measured])
-    return float(np.exp(np.interp(math.log(scale), w, v))), False
-
-
-def _burst_rows(test: Profile, prod: Profile) -> list[dict[str, Any]]:
-    """Per scale the test measured: its IDC and production's at the same mean requests per
-    window (the same scale when the rates agree), Kingman's factor ratio and its standard
-    error on the log scale."""
-    assert test.arrivals is not None and prod.arrivals is not None
-    (r_t, s_t), (r_p, s_p) = _rate(test), _rate(prod)
-    rows = []
-    for name, idc_t in sorted(test.arrivals.idc.items(), key=lambda kv: float(kv[0])):
-        w = float(name)
-        # a queue at the same utilisation sees a stream k times faster on a server k times
-        # faster: the same picture in time k times shorter, so scales compare at equal
-        # requests per window (time-scaling leaves the IDC at a given count unchanged);
-        # rates within RATE_NOTE compare at the same scale, measured on both sides
-        w_p = w * r_t / r_p if _rates_differ(r_t, r_p) else w
-        found = _production_idc(prod, w_p)
-        if found is None:
-            continue
-        idc_p, exact = found
-        se_t = idc_rel_se(s_t / w) * idc_t
-        se_p = idc_rel_se(s_p / w_p) * idc_p
-        rows.append({
-            "scale_s": w, "production_scale_s": w_p, "requests_per_window": r_t * w,
-            "test_idc": idc_t, "production_idc": idc_p, "production_idc_measured": exact,
-            "delay_ratio": (idc_t + SERVICE_SCV) / (idc_p + SERVICE_SCV),
-            "se_log": math.hypot(se_t / (idc_t + SERVICE_SCV), se_p / (idc_p + SERVICE_SCV)),
-            "test_poisson_se": idc_rel_se(s_t / w),
-            "judged": all(BURST_SCALES[0] <= x <= BURST_SCALES[1] for x in (w, w_p))})
-    return rows
-
-
-def _idc_text(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
-
-
-def _burstiness(test: Profile, prod: Profile, t: Thresholds, *, can_fail: bool = True
-                ) -> Check:
-    """The test's arrivals against production's: Kingman's factor (IDC + 1) at each scale
-    from 1 s to 60 s both measured; the worst significant scale decides."""
-    assert prod.arrivals is not None
-    measured = {k: v for k, v in prod.arrivals.idc.items()
-                if BURST_SCALES[0] <= float(k) <= BURST_SCALES[1]}
-    if test.arrivals is None:
-        at = ", ".join(f"{_idc_text(v)} at {float(k):g} s" for k, v in measured.items())
-        return Check("burstiness", "pass", "not compared: the test's burstiness is unknown "
-                     "(its keys came without arrival times)" + (
-                         f"; production's index of dispersion is {at}, where a Poisson "
-                         "stream's is 1" if at else "")
-                     + ": give the test's time column (--time COL) or profile its keys "
-                     "with --time", {"production_idc": dict(prod.arrivals.idc),
-                                     "test_idc": None})
-    rows = _burst_rows(test, prod)
-    judged = [r for r in rows if r["judged"]]
-    (r_t, s_t), (r_p, _) = _rate(test), _rate(prod)
-    numbers: dict[str, Any] = {"scales": rows, "test_rps": r_t, "production_rps": r_p,
-                               "service_scv": SERVICE_SCV}
-    if not judged:
-        return Check("burstiness", "pass", f"not compared: no scale from "
-                     f"{BURST_SCALES[0]:g} s to {BURST_SCALES[1]:g} s measured by both at the "
-                     f"same requests per window (the test spans {s_t:,.0f} s at {r_t:,.1f}/s; "
-                     "an index of dispersion needs ten windows)", numbers)
-
-    def significant(r: dict[str, Any], sign: int) -> bool:
-        return sign * math.log(r["delay_ratio"]) > BURST_SE * r["se_log"]
-
-    smoother = [r for r in judged if r["delay_ratio"] < t.burst_warn and significant(r, -1)]
-    burstier = [r for r in judged if r["delay_ratio"] > t.burst_high_warn
-                and significant(r, 1)]
-    worst = min(smoother or judged, key=lambda r: r["delay_ratio"])
-    numbers.update(worst_scale_s=worst["scale_s"], delay_ratio=worst["delay_ratio"])
-    rated = _rates_differ(r_t, r_p)
-    listing = ", ".join(
-        f"at {r['scale_s']:g} s " + (f"(production's {r['production_scale_s']:.3g} s) "
-                                     if rated else "")
-        + f"{_idc_text(r['test_idc'])} vs {_idc_text(r['production_idc'])}" for r in judged)
-    if all(abs(r["test_idc"] - 1.0) <= BURST_SE * r["test_poisson_se"] for r in judged):
-        listing += " (Poisson-like)"
-    elif all(1.0 - r["test_idc"] > BURST_SE * r["test_poisson_se"] for r in judged):
-        listing += " (evenly paced: smoother than Poisson)"
-    rate = ""
-    if rated:
-        rate = (f"; the test runs at {r_t:,.1f}/s against production's {r_p:,.1f}/s, so scales "
-                "are matched by requests per window, as a queue at the same utilisation sees "
-                "them")
-    if smoother:
-        verdict: Verdict = "fail" if worst["delay_ratio"] < t.burst_fail and can_fail \
-            else "warn"
-        msg = (f"the test's arrivals are smoother than production's: index of dispersion "
-               f"{listing}{rate}; by Kingman's heavy-traffic factor (IDC + 1) a queue fed by "
-               f"the test waits {pct(worst['delay_ratio'])} as long (at "
-               f"{worst['scale_s']:g} s), so its p99 under the same load will be "
-               "understated: drive it with --arrivals profile (production's burstiness)")
-    elif burstier:
-        top = max(burstier, key=lambda r: r["delay_ratio"])
-        verdict = "warn"
-        msg = (f"the test's arrivals are burstier than production's: index of dispersion "
-               f"{listing}{rate}; by Kingman's heavy-traffic factor (IDC + 1) a queue fed by "
-               f"the test waits {times(top['delay_ratio'])} as long (at {top['scale_s']:g} s): "
-               "pessimistic, its p99 is worse than production's at the same load")
-    else:
-        verdict = "pass"
-        lo = min(r["delay_ratio"] for r in judged)
-        hi = max(r["delay_ratio"] for r in judged)
-        msg = (f"the test's arrivals are as bursty as production's: index of dispersion "
-               f"{listing}{rate}; Kingman's heavy-traffic factor (IDC + 1) "
-               + (f"{times(lo)} to {times(hi)}" if times(lo) != times(hi) else times(lo))
-               + f" production's (within {times(t.burst_warn)} to "
-               f"{times(t.burst_high_warn)}, or within sampling noise)")
-    return Check("burstiness", verdict, msg, numbers)
-
-
 def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
             ) -> tuple[Check, dict[str, Any] | None]:
     from hotshard.shards.predict import predict
@@ -644,7 +266,7 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
                "test_share": numbers["test_share_of_production_hot_shard"],
                "keys": [{"key": k, "share": s} for k, s in p.hottest_keys]}
     elif hotter:
-        verdict = max(verdict, "warn", key=_ORDER.__getitem__)
+        verdict = worst(verdict, "warn")
         msg += f": the test's shard {q.hottest} runs hotter than any of production's (pessimistic)"
     elif q.hottest != p.hottest:
         msg += " (a different shard: the test's hot keys are not production's)"
@@ -774,7 +396,8 @@ def check(test: Profile, production: Profile, *, partitioner=None,
     cache_size : int, optional
         Adds LRU hit rates at this many entries to the working-set check: each one's measured
         LRU curve, in its own order, when both profiles have a locality section of comparable
-        length (``MEASURED_LENGTH_RATIO``), else Che's approximation at the shorter length.
+        length (``working_set.MEASURED_LENGTH_RATIO``), else Che's approximation at the
+        shorter length.
     thresholds : Thresholds, optional
         When a check warns or fails.
     test_counts : dict, optional
@@ -788,11 +411,9 @@ def check(test: Profile, production: Profile, *, partitioner=None,
     -----
     When production's profile has an ``arrivals`` section, a burstiness check compares the
     test's index of dispersion (IDC) with production's at the scales from 1 s to 60 s, as
-    Kingman's heavy-traffic factor (IDC + 1): a queue's mean wait is proportional to
-    c_a^2 + c_s^2 (Kingman 1961), taken with exponential service. Scales are matched by mean
-    requests per window (a test k times faster is compared at windows k times shorter, as a
-    queue at the same utilisation sees it; production's curve interpolated on log-log axes).
-    A test without arrivals is reported as unknown, not judged.
+    Kingman's heavy-traffic factor (IDC + 1), scales matched by mean requests per window
+    (``hotshard.compare.burstiness``). A test without arrivals is reported as unknown, not
+    judged.
 
     Raises
     ------
@@ -822,9 +443,9 @@ def check(test: Profile, production: Profile, *, partitioner=None,
         checks.append(_test_hot_key(test, t))
         # no hot key for a cache to favour: a cache difference can make the test optimistic
         # on latency, not hide a hot spot, so it warns at most
-        checks.append(_working_set(test, production, t, cache_size, cache_can_fail=False))
+        checks.append(working_set(test, production, t, cache_size, cache_can_fail=False))
         if production.arrivals is not None:  # bursts make it optimistic, hide no hot spot
-            checks.append(_burstiness(test, production, t, can_fail=False))
+            checks.append(burstiness(test, production, t, can_fail=False))
         if partitioner is not None:
             checks.append(_shards(test, production, partitioner, t)[0])
         return CheckReport(tuple(checks), (), None, reason, test.events, production.events)
@@ -838,9 +459,9 @@ def check(test: Profile, production: Profile, *, partitioner=None,
             "space? (--allow-disjoint compares anyway: every hot key then counts as hidden)")
     head, hidden = _head_coverage(test, production, t, tc)
     checks = [head, _top_shares(test, production, t), _tail(test, production, t),
-              _working_set(test, production, t, cache_size)]
+              working_set(test, production, t, cache_size)]
     if production.arrivals is not None:
-        checks.append(_burstiness(test, production, t))
+        checks.append(burstiness(test, production, t))
     if partitioner is not None:
         shard_check, hot = _shards(test, production, partitioner, t)
         checks.append(shard_check)

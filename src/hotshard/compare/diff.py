@@ -2,9 +2,10 @@
 
 ``diff(a, b)`` compares two ``hotshard.profile/1`` profiles of the same keys (two days; a normal
 day against an event): the keys that entered or left the head, the largest risers and fallers
-by share of events, the drift of the tail exponent, the top-1 / top-10 / top-1% shares, and,
-given a partitioner, how the hottest shard's share changed and which keys moved it.
-``diff_table`` renders the result for the terminal; ``to_dict`` is the JSON form.
+by share of events, the drift of the tail exponent, the top-1 / top-10 / top-1% shares;
+given a partitioner, how the hottest shard's share changed and which keys moved it; and, when
+both profiles have head timelines, when each key was hot (``compare.window_drift``).
+``to_dict`` is the JSON form; ``compare.diff_text.diff_table`` renders it for the terminal.
 
 A profile names only its head keys. A key outside a profile's head is somewhere in its tail,
 so its count there is unknown but at most the tail's largest count (never above the head's
@@ -23,16 +24,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from hotshard._format import pct, pp, times
+from hotshard._format import pct
+from hotshard.compare.window_drift import WindowDrift, window_drift, window_notes
 from hotshard.errors import InputError
 from hotshard.profile.document import Profile
 
 if TYPE_CHECKING:
     from hotshard.shards.partitioners import Partitioner
 
-__all__ = ["DRIFT_SE", "HOT_FACTOR", "HOT_P", "KeyMove", "KeyWindows", "ProfileDiff",
-           "ShardDrift", "ShardShift", "ShareChange", "TailDrift", "WindowDrift", "diff",
-           "diff_table", "expected_tv", "window_totals"]
+__all__ = ["DEFAULT_MOVERS", "DRIFT_SE", "KeyMove", "ProfileDiff", "ShardDrift", "ShardShift",
+           "ShareChange", "TailDrift", "diff", "outside_bound"]
 
 # Tail exponents differ significantly when further apart than this many combined standard
 # errors: under a normal approximation of each MLE, 3 SE is a 0.3% false alarm rate.
@@ -445,12 +446,12 @@ def diff(a: Profile, b: Profile, *, top: int | None = None,
     share_a, share_b = a.dist.shares(), b.dist.shares()
     shares = tuple(ShareChange(n, label, float(share_a[n]), float(share_b[n]))
                    for n, label in SHARES)
-    notes = _notes(a, b, sa, sb, unclear) + _window_notes(a, b)
+    notes = _notes(a, b, sa, sb, unclear) + window_notes(a, b)
     shards = None if partitioner is None else _shard_drift(sa, sb, partitioner)
     windows = None
     if a.timelines is not None and b.timelines is not None \
             and a.timelines.windows == b.timelines.windows:
-        windows = _window_drift(a, b, union)
+        windows = window_drift(a, b, union)
     return ProfileDiff(
         label_a=labels[0], label_b=labels[1], events_a=sa.events, events_b=sb.events,
         keys_a=float(a.keys), keys_b=float(b.keys), head_a=len(a.head_keys),
@@ -503,390 +504,3 @@ def _shard_drift(a: _Side, b: _Side, partitioner: Partitioner) -> ShardDrift:
 def _head_share(side: _Side, keys: list[str]) -> float:
     idx = [side.index[k] for k in keys if k in side.index]
     return float(side.shares[idx].sum()) if idx else 0.0
-
-
-# -- windows: when each head key was busy (both profiles with timelines) --------------------
-# A key is hot in a window when it has at least HOT_FACTOR times its even share of its own
-# requests there (an event's channel: many times) and a key spreading its requests evenly
-# over the span would be that busy by chance with probability below HOT_P, Bonferroni over
-# every key and window compared (Poisson counts), so a few requests' noise is never an event.
-HOT_FACTOR = 2.0
-HOT_P = 0.001
-# The top keys of each head always shown in the text's windows section, for context.
-WINDOW_TOP = 3
-
-
-@dataclass(frozen=True)
-class KeyWindows:
-    """One key's requests per window in A and in B (None: outside that profile's head).
-
-    ``share_a[w]`` is the key's share of window w's requests in A (None without window
-    totals: a profile without arrivals); ``hot_a`` the windows (0-based) where it was hot.
-    ``tv`` is the total-variation distance between its timelines as distributions over the
-    windows (half the sum of |a_w - b_w| of its requests' fractions: 0 the same shape, 1
-    disjoint windows); ``tv_chance`` what two samples of its counts from one shape give on
-    average (module ``expected_tv``), for reading it.
-    """
-
-    key: str
-    counts_a: tuple[int, ...] | None
-    counts_b: tuple[int, ...] | None
-    share_a: tuple[float, ...] | None
-    share_b: tuple[float, ...] | None
-    hot_a: tuple[int, ...]
-    hot_b: tuple[int, ...]
-    tv: float | None
-    tv_chance: float | None
-
-    @property
-    def hot_moved(self) -> bool:
-        """Hot in a window on one side where it was not on the other (or in one head only)."""
-        return self.hot_a != self.hot_b
-
-    def to_dict(self) -> dict:
-        return {"key": self.key, "counts_a": _list(self.counts_a),
-                "counts_b": _list(self.counts_b), "share_a": _list(self.share_a),
-                "share_b": _list(self.share_b), "hot_windows_a": list(self.hot_a),
-                "hot_windows_b": list(self.hot_b), "tv": self.tv, "tv_chance": self.tv_chance,
-                "hot_moved": self.hot_moved}
-
-
-def _list(x: tuple | None) -> list | None:
-    return None if x is None else list(x)
-
-
-@dataclass(frozen=True)
-class WindowDrift:
-    """The head keys' timelines of A and B, window by window (window w of A against window
-    w of B: each profile's span cut in ``windows`` equal parts)."""
-
-    windows: int
-    start_a: float
-    seconds_a: float
-    start_b: float
-    seconds_b: float
-    totals_a: tuple[float, ...] | None  # requests per window, from the arrivals section
-    totals_b: tuple[float, ...] | None
-    keys: tuple[KeyWindows, ...]  # A's top keys in order, then B's that are not among them
-    top_a: tuple[str, ...] = ()  # the first WINDOW_TOP keys of A's head, and of B's
-    top_b: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict:
-        return {"windows": self.windows, "hot_factor": HOT_FACTOR, "hot_p": HOT_P,
-                "a": {"start": self.start_a, "seconds": self.seconds_a,
-                      "window_seconds": self.seconds_a / self.windows,
-                      "requests": _list(self.totals_a)},
-                "b": {"start": self.start_b, "seconds": self.seconds_b,
-                      "window_seconds": self.seconds_b / self.windows,
-                      "requests": _list(self.totals_b)},
-                "keys": [k.to_dict() for k in self.keys]}
-
-
-def expected_tv(shape: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
-    """Mean total-variation distance between the window fractions of two multinomial samples
-    of ``n_a`` and ``n_b`` requests from one ``shape`` (keys x windows, rows summing to 1).
-
-    Each window's difference of fractions is about normal with variance p (1 - p) (1/n_a +
-    1/n_b), and E|N(0, s^2)| = s sqrt(2/pi); TV is half the sum over windows. The normal
-    approximation holds once a window expects a few requests; with fewer it errs on the
-    high side of the exact mean only by what the discreteness adds.
-    """
-    var = shape * (1.0 - shape) * (1.0 / n_a + 1.0 / n_b)[:, None]
-    return 0.5 * np.sqrt(2.0 / np.pi) * np.sqrt(var).sum(axis=1)
-
-
-def window_totals(profile: Profile) -> np.ndarray | None:
-    """Requests in each timeline window, from the arrivals section's bins (a bin cut by a
-    window edge split in proportion, as if even inside); None without both sections."""
-    arr, tl = profile.arrivals, profile.timelines
-    if arr is None or tl is None:
-        return None
-    edges = np.arange(arr.counts.size + 1) * arr.resolution_s
-    cum = np.concatenate([[0.0], np.cumsum(arr.counts, dtype=np.float64)])
-    cuts = np.linspace(0.0, tl.seconds, tl.windows + 1)
-    cuts[-1] = edges[-1]  # the span's last instant is counted in the last window
-    return np.diff(np.interp(cuts, edges, cum))
-
-
-def _hot(counts: np.ndarray, tests: int) -> np.ndarray:
-    """Per key and window: hot (see ``HOT_FACTOR``, ``HOT_P``)."""
-    from scipy.stats import poisson
-
-    even = counts.sum(axis=1, keepdims=True) / counts.shape[1]
-    p = poisson.sf(counts - 1, np.maximum(even, 1e-300))
-    return (counts >= HOT_FACTOR * even) & (counts > 0) & (p < HOT_P / max(tests, 1))
-
-
-def _window_drift(a: Profile, b: Profile, keys: list[str]) -> WindowDrift:
-    ta, tb = a.timelines, b.timelines
-    assert ta is not None and tb is not None
-    n_w = ta.windows
-    idx_a = {k: i for i, k in enumerate(a.head_keys)}
-    idx_b = {k: i for i, k in enumerate(b.head_keys)}
-    rows_a = [idx_a.get(k) for k in keys]
-    rows_b = [idx_b.get(k) for k in keys]
-    tests = sum(r is not None for r in rows_a + rows_b) * n_w
-    ca = ta.counts[[r for r in rows_a if r is not None]]
-    cb = tb.counts[[r for r in rows_b if r is not None]]
-    hot_a, hot_b = _hot(ca, tests), _hot(cb, tests)
-    tot_a, tot_b = window_totals(a), window_totals(b)
-    pos_a = {k: j for j, k in enumerate(k for k, r in zip(keys, rows_a, strict=True)
-                                        if r is not None)}
-    pos_b = {k: j for j, k in enumerate(k for k, r in zip(keys, rows_b, strict=True)
-                                        if r is not None)}
-    both = [k for k in keys if k in pos_a and k in pos_b]
-    tv: dict[str, tuple[float, float]] = {}
-    if both:
-        xa = ca[[pos_a[k] for k in both]].astype(np.float64)
-        xb = cb[[pos_b[k] for k in both]].astype(np.float64)
-        na, nb = xa.sum(axis=1), xb.sum(axis=1)
-        fa, fb = xa / np.maximum(na, 1)[:, None], xb / np.maximum(nb, 1)[:, None]
-        dist = 0.5 * np.abs(fa - fb).sum(axis=1)
-        chance = expected_tv((xa + xb) / np.maximum(na + nb, 1)[:, None],
-                             np.maximum(na, 1), np.maximum(nb, 1))
-        tv = {k: (float(d), float(c)) for k, d, c in zip(both, dist, chance, strict=True)}
-
-    def side(k: str, pos: dict, counts: np.ndarray, hot: np.ndarray, totals):
-        j = pos.get(k)
-        if j is None:
-            return None, None, ()
-        row = counts[j]
-        share = None if totals is None else tuple(
-            float(f"{c / t:.6g}") if t > 0 else 0.0 for c, t in zip(row, totals, strict=True))
-        return tuple(int(c) for c in row), share, tuple(int(w) for w in np.flatnonzero(hot[j]))
-
-    out = []
-    for k in keys:
-        c_a, s_a, h_a = side(k, pos_a, ca, hot_a, tot_a)
-        c_b, s_b, h_b = side(k, pos_b, cb, hot_b, tot_b)
-        d, chance = tv.get(k, (None, None))
-        out.append(KeyWindows(k, c_a, c_b, s_a, s_b, h_a, h_b, d, chance))
-    return WindowDrift(n_w, ta.start, ta.seconds, tb.start, tb.seconds,
-                       None if tot_a is None else tuple(float(x) for x in tot_a),
-                       None if tot_b is None else tuple(float(x) for x in tot_b), tuple(out),
-                       tuple(a.head_keys[:WINDOW_TOP]), tuple(b.head_keys[:WINDOW_TOP]))
-
-
-def _window_notes(a: Profile, b: Profile) -> list[str]:
-    """Why the windows are not compared, or how to read them."""
-    ta, tb = a.timelines, b.timelines
-    if ta is None and tb is None:
-        return []
-    if ta is None or tb is None:
-        has, lacks = ("A", "B") if tb is None else ("B", "A")
-        return [f"only {has} has head timelines: profile {lacks} with its time column "
-                "(--time) to compare when the keys were hot"]
-    if ta.windows != tb.windows:
-        return [f"A's timelines have {ta.windows} windows and B's {tb.windows}: windows are "
-                "not compared"]
-    notes = []
-    if max(ta.seconds, tb.seconds) > 1.5 * min(ta.seconds, tb.seconds):
-        notes.append(f"A's windows last {_span(ta.seconds / ta.windows)} and B's "
-                     f"{_span(tb.seconds / tb.windows)}: window w of A is compared with "
-                     "window w of B, by position in each span")
-    return notes
-
-
-def _span(seconds: float) -> str:
-    for unit, size in (("h", 3600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
-    return f"{seconds:.3g} s"
-
-
-# -- the terminal table -----------------------------------------------------------------------
-def _share_cell(share: float, exact: bool) -> str:
-    return pct(share) if exact else f"<={pct(share)}"
-
-
-def _change_cell(m: KeyMove) -> str:
-    if m.exact_a and m.exact_b:
-        return pp(m.change)
-    return (">=" if not m.exact_a else "<=") + pp(m.change)
-
-
-def _rank(r: int | None) -> str:
-    return "-" if r is None else str(r)
-
-
-def _move_rows(moves, width: int) -> list[str]:
-    lines = [f"  {'key':<{width}}  {'A':>10}  {'B':>10}  {'change':>13}  rank A -> B"]
-    for m in moves:
-        status = "" if m.status == "stayed" else f"  {m.status}"
-        lines.append(f"  {m.key:<{width}}  {_share_cell(m.share_a, m.exact_a):>10}  "
-                     f"{_share_cell(m.share_b, m.exact_b):>10}  {_change_cell(m):>13}  "
-                     f"{_rank(m.rank_a)} -> {_rank(m.rank_b)}{status}")
-    return lines
-
-
-def _listing(moves, side: str, limit: int) -> str:
-    shown = ", ".join(f"{m.key} ({pct(m.share_b if side == 'b' else m.share_a)})"
-                      for m in moves[:limit])
-    more = f", ... {len(moves) - limit:,} more" if len(moves) > limit else ""
-    return shown + more
-
-
-def diff_table(d: ProfileDiff, *, limit: int = DEFAULT_MOVERS) -> str:
-    """The terminal rendering of a ``ProfileDiff``: one section per question, numbers first."""
-    width = min(max([3, *(len(m.key) for m in d.risers + d.fallers)]), 24)
-    lines = [
-        f"A  {d.label_a}: {d.events_a:,.0f} events, {d.keys_a:,.0f} keys, head {d.head_a:,}",
-        f"B  {d.label_b}: {d.events_b:,.0f} events, {d.keys_b:,.0f} keys, head {d.head_b:,}",
-        "",
-        f"top {d.top:,} keys of each: {len(d.stayed):,} in both, {len(d.entered):,} entered, "
-        f"{len(d.left):,} left",
-        "a key outside a head has at most that profile's largest tail count: "
-        f"A <={pct(d.floor_a)}, B <={pct(d.floor_b)};",
-        "changes computed with a floor are bounds (>= the least rise, <= the least fall) and "
-        "rank as such",
-        "",
-        "largest risers (share of events)",
-        *(_move_rows(d.risers, width) if d.risers else ["  none"]),
-        "",
-        "largest fallers",
-        *(_move_rows(d.fallers, width) if d.fallers else ["  none"]),
-        "",
-        f"entered the head ({len(d.entered):,}): " + (_listing(d.entered, "b", limit) or "none"),
-        f"left the head ({len(d.left):,}): " + (_listing(d.left, "a", limit) or "none"),
-        "",
-        f"  {'':<16}  {'A':>13}  {'B':>13}  change",
-        *(f"  {s.label:<16}  {pct(s.a):>13}  {pct(s.b):>13}  {pp(s.change)}"
-          for s in d.shares),
-        *_tail_lines(d.tail),
-    ]
-    if d.shards is not None:
-        lines += ["", *_shard_lines(d.shards)]
-    if d.windows is not None:
-        lines += ["", *_window_lines(d, d.windows, limit)]
-    if d.notes:
-        lines += ["", *(f"note: {n}" for n in d.notes)]
-    return "\n".join(lines)
-
-
-def _tail_lines(t: TailDrift) -> list[str]:
-    def side(alpha, se) -> str:
-        if alpha is None:
-            return "no fit"
-        return f"{alpha:.3f}" + ("" if se is None else f"+/-{se:.3f}")
-
-    line = f"  {'tail alpha':<16}  {side(t.alpha_a, t.alpha_se_a):>13}  " \
-           f"{side(t.alpha_b, t.alpha_se_b):>13}"
-    if t.change is not None:
-        line += f"  {t.change:+.3f}"
-        if t.z is not None and t.significant is not None:
-            verdict = "drifted" if t.significant else "within noise"
-            line += f" = {t.z:.1f} combined SE: {verdict} (threshold {DRIFT_SE:g} SE)"
-        elif t.z is not None:
-            line += " (not comparable as a drift: the fits start at different counts)"
-    lines = [line]
-    if t.xmin_a is not None and t.xmin_b is not None:
-        lines.append(f"  {'tail xmin':<16}  {t.xmin_a:>13g}  {t.xmin_b:>13g}")
-    if t.note:
-        lines.append(f"  note: {t.note}")
-    return lines
-
-
-def _shard_lines(s: ShardDrift) -> list[str]:
-    lines = [
-        f"hottest shard ({s.partitioner}, {s.key_type} keys)",
-        f"  A: shard {s.hottest_a} at {pct(s.hottest_share_a)} ({times(s.max_over_mean_a)} "
-        f"mean); B: shard {s.hottest_b} at {pct(s.hottest_share_b)} "
-        f"({times(s.max_over_mean_b)} mean): {pp(s.change)}",
-    ]
-    for row in s.shards:
-        moved = ", ".join(f"{m.key} {_change_cell(m)}" for m in row.keys)
-        lines += [f"  shard {row.shard}: {pct(row.share_a)} -> {pct(row.share_b)} "
-                  f"({pp(row.change)})",
-                  f"    moved by {moved}; unnamed tail keys (modelled) {pp(row.rest_change)}"
-                  if moved else
-                  f"    no head key on it moved; unnamed tail keys (modelled) "
-                  f"{pp(row.rest_change)}"]
-    return lines
-
-
-def _spark(values, top: float) -> str:
-    """One block character per window, scaled to ``top`` (an empty window is ' ')."""
-    blocks = " ▁▂▃▄▅▆▇█"
-    if top <= 0:
-        return " " * len(values)
-    return "".join(" " if v <= 0 else blocks[max(1, min(8, round(8 * v / top)))]
-                   for v in values)
-
-
-def _ranges(windows: tuple[int, ...]) -> str:
-    """0-based windows as 1-based ranges: (3, 4, 9) -> '4-5,10'; none -> '-'."""
-    if not windows:
-        return "-"
-    parts, start = [], windows[0]
-    for prev, cur in zip(windows, (*windows[1:], None), strict=True):
-        if cur != prev + 1:
-            parts.append(f"{start + 1}" if start == prev else f"{start + 1}-{prev + 1}")
-            start = cur
-    return ",".join(parts)
-
-
-def _fractions(counts: tuple[int, ...] | None) -> np.ndarray | None:
-    if counts is None:
-        return None
-    x = np.asarray(counts, dtype=np.float64)
-    return x / x.sum() if x.sum() > 0 else x
-
-
-def _moved_score(k: KeyWindows, events_a: float, events_b: float) -> float:
-    """The share of traffic that changed windows: the key's TV between A and B times its
-    mean share of events; for a key in one head only, the TV between its one timeline and
-    an even spread times its share there."""
-    shares = [sum(c) / e for c, e in ((k.counts_a, events_a), (k.counts_b, events_b))
-              if c is not None and e > 0]
-    share = sum(shares) / len(shares) if shares else 0.0
-    if k.tv is not None:
-        return k.tv * share
-    f = _fractions(k.counts_a if k.counts_a is not None else k.counts_b)
-    return 0.0 if f is None else float(0.5 * np.abs(f - 1.0 / f.size).sum()) * share
-
-
-def _when(start: float) -> str:
-    from datetime import UTC, datetime
-
-    try:
-        return datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return f"{start:g} s"
-
-
-def _window_lines(d: ProfileDiff, w: WindowDrift, limit: int) -> list[str]:
-    first = set(w.top_a) | set(w.top_b)
-    top = [k for k in w.keys if k.key in first]
-    moved = sorted((k for k in w.keys if k.hot_moved and k.key not in first),
-                   key=lambda k: (-_moved_score(k, d.events_a, d.events_b), k.key))
-    rows = top + moved[:limit]
-    width = min(max([3, *(len(k.key) for k in rows)]), 24)
-    n = w.windows
-    lines = [f"windows: {n} per span, A {_span(w.seconds_a / n)} each from "
-             f"{_when(w.start_a)}, B {_span(w.seconds_b / n)} each from {_when(w.start_b)}",
-             f"(each key's requests per window, █ its busiest in A or B; hot: at least "
-             f"{HOT_FACTOR:g}x its even share, beyond chance)",
-             f"  {'key':<{width}}  {'A':<{n}}  {'B':<{n}}  {'TV':>4}  {'chance':>6}  "
-             "hot windows A -> B"]
-    for k in rows:
-        fa, fb = _fractions(k.counts_a), _fractions(k.counts_b)
-        peak = max(float(f.max()) for f in (fa, fb) if f is not None)
-        cell = ["-".ljust(n) if f is None else _spark(f, peak) for f in (fa, fb)]
-        tv = "-" if k.tv is None else f"{k.tv:.2f}"
-        chance = "-" if k.tv_chance is None else f"{k.tv_chance:.2f}"
-        hot_a = _ranges(k.hot_a) if k.counts_a is not None else "outside A's head"
-        hot_b = _ranges(k.hot_b) if k.counts_b is not None else "outside B's head"
-        lines.append(f"  {k.key:<{width}}  {cell[0]}  {cell[1]}  {tv:>4}  {chance:>6}  "
-                     f"{hot_a} -> {hot_b}")
-    common = [k for k in w.keys if k.tv is not None]
-    n_moved = sum(k.hot_moved for k in w.keys)
-    lines.append(f"{n_moved:,} of {len(w.keys):,} keys were hot in other windows in B than "
-                 "in A" + (f"; listed: the {limit:,} whose windows moved the most traffic "
-                           f"({len(moved) - limit:,} more in the JSON form)"
-                           if len(moved) > limit else ""))
-    if common:
-        lines.append(f"the {len(common):,} keys in both heads: median TV "
-                     f"{np.median([k.tv for k in common]):.2f} "
-                     f"({np.median([k.tv_chance for k in common]):.2f} expected by chance)")
-    return lines
-
