@@ -113,14 +113,16 @@ def test_a_run_without_cpu_or_keys_is_one_clear_error(measured):
 
 
 def test_a_busy_run_is_calibrated_through_the_models_own_queueing():
-    """At ~88% CPU on the hottest shard the run's p99 is mostly queueing; the fit takes the
-    model's queueing out and still finds the shard time's tail (within the noise of a
-    2-minute run's p99: 20%) and the delay, and says the ground is less firm."""
+    """At ~88% CPU on the hottest shard the run's p99 is mostly queueing. Measured over
+    seeds 5-12: a 2-minute run's p99 varies by ~10% (sd) from run to run, and the fit, which
+    takes the model's queueing out of it, amplifies that about threefold in the shard time's
+    p99 (fits from 15.5 to 28.6 ms against the true 20). So: within a factor of 1.5, the
+    delay within 2 ms, and a note that the ground is less firm than a light run's."""
     busy = _true_run(rps=520.0, seconds=120.0, seed=5)
     assert max(s.cpu for s in busy.shards) > 0.8
     cal = calibrate(busy)
-    assert cal.service_p99_ms == pytest.approx(20.0, rel=0.2)
-    assert cal.extra_ms == pytest.approx(DELAY_MS, abs=1.0)
+    assert 20.0 / 1.5 <= cal.service_p99_ms <= 20.0 * 1.5
+    assert cal.extra_ms == pytest.approx(DELAY_MS, abs=2.0)
     assert any("firmer ground" in n for n in cal.notes)
 
 

@@ -207,13 +207,14 @@ def _calibrated(given, values) -> None:
     click.echo(calibration_text(cal))
     click.echo("")
     if replay_path:
-        click.echo(f"Replay of {path} ({run.duration_s:g} s at {cal.rps:,.4g} req/s; simulated "
-                   f"{predicted.duration_s:,.0f} s of the same arrivals):")
+        copies = predicted.extra.get("simulation", {}).get("replicates", 1)
+        click.echo(f"Replay of {path} ({run.duration_s:g} s at {cal.rps:,.4g} req/s; the model's "
+                   f"percentiles pooled over {copies} simulated runs of that length):")
         click.echo(comparison_text(compare(run, predicted)))
     else:
         click.echo(observed_shards_text(
             predicted, f"Predicted at {predicted.rate_rps:,.4g} req/s on "
-                       f"{len(predicted.shards)} shards for {predicted.duration_s:g} s"
+                       f"{len(predicted.shards)} shards, runs of {predicted.duration_s:g} s"
                        + (f", {mitigations.text()}" if mitigations.active else "") + ":"))
     for target in (values["output"], values["plot"]):
         if target:

@@ -44,10 +44,15 @@ __all__ = ["Calibration", "Comparison", "ShardComparison", "calibrate", "compare
 _Z99 = 2.3263478740408408   # the standard normal's 99th percentile
 _MAX_SIGMA = 2.0             # p99 / mean = exp(2 z99 - 2) ~ 14.2
 CALIBRATE_BELOW_CPU = 0.5    # a run's hottest shard above this: its service time holds queueing
-# A replay simulates the run's conditions for at least this many requests (a longer window of
-# the same Poisson arrivals), so its percentiles are the model's own and not one draw's: a
-# 10 s run at 60 req/s has 6 requests above its p99, and its measured p99 is noisy enough
+# A replay simulates runs of the measured run's own length, each from an empty system as the
+# live run started, as many as give this many requests together (at most MAX_REPLICATES),
+# pooled: the percentiles are then the model's for a run of that length, not one draw's (a
+# 10 s run at 60 req/s has 6 requests above its p99). Not one longer window: near saturation
+# a queue needs longer than a live run to reach its steady state (at 95% CPU and 18 ms a
+# request, ~7 s to relax), and a 40 s run's p99 is far below the steady state's
 MODEL_REQUESTS = 200_000
+MAX_REPLICATES = 64
+FIT_REQUESTS = 60_000   # the fit's bisection runs this many per step (16 steps)
 
 
 @dataclass(frozen=True)
@@ -239,12 +244,13 @@ def _without_queueing(cal: Calibration, x50: float, x99: float) -> Calibration:
     simulated p99 plus D is then increasing in sigma (more spread, longer tail and queue).
     Bisection on sigma finds the one whose simulated run has the measured p50 and p99 (the
     same random numbers at every step, so the curve is smooth)."""
-    window = _horizon(cal, cal.rps, cal.duration_s, MODEL_REQUESTS // 2)
+    copies = _replicates(cal.rps, cal.duration_s, FIT_REQUESTS)
 
     def run_with(sigma: float) -> tuple[Calibration, float]:
         median = cal.service_mean_ms * math.exp(-sigma * sigma / 2)
         trial = replace(cal, service_p99_ms=median * math.exp(_Z99 * sigma), extra_ms=0.0)
-        sim = _simulate(trial, trial.options(duration=window), seed=_REFINE_SEED, label="fit")
+        sim = _simulate(trial, trial.options(), seed=_REFINE_SEED, label="fit",
+                        replicates=copies)
         lat = sim.latency_ms
         if lat is None or lat.p50 is None or lat.p99 is None:
             return trial, 0.0
@@ -269,16 +275,56 @@ def _without_queueing(cal: Calibration, x50: float, x99: float) -> Calibration:
 _REFINE_SEED = 0x5EED
 
 
-def _simulate(cal: Calibration, options: dict, *, seed: int, label: str, mitigations=None):
+def _replicates(rps: float, duration: float, requests: int) -> int:
+    """Runs of ``duration`` at ``rps`` that together hold about ``requests``."""
+    return int(min(MAX_REPLICATES, max(1, math.ceil(requests / max(rps * duration, 1.0)))))
+
+
+def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
+              replicates: int = 1) -> Observations:
+    """``replicates`` runs of the options' length (seeds ``seed``, ``seed`` + 1, ...), each
+    from an empty system, pooled: latency histograms merged per shard and overall, CPU and
+    requests averaged (a run's own scale); then the fixed delay added."""
+    from hotshard.observations import Latency
+    from hotshard.sim.histogram import LatencyHistogram
     from hotshard.sim.scenarios import prepare
     from hotshard.sim.system import simulate
 
     ready = prepare(options)
-    result = simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
-                      model=ready.model, mitigations=mitigations or ready.mitigations,
-                      read_share=cal.read_share, rng=seed, label=label,
-                      key_generator=ready.key_generator, key_order=ready.key_order)
-    return _with_delay(result.to_observations(), cal.extra_ms)
+    runs = [simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
+                     model=ready.model, mitigations=ready.mitigations,
+                     read_share=cal.read_share, rng=seed + k, label=label,
+                     key_generator=ready.key_generator, key_order=ready.key_order)
+            for k in range(replicates)]
+    obs = runs[0].to_observations()
+    if replicates > 1:
+        shards = []
+        for i, shard in enumerate(obs.shards):
+            hist = LatencyHistogram.empty()
+            for r in runs:
+                if r.shards[i].latency is not None:
+                    hist.merge(r.shards[i].latency)
+            p50, p99 = ((float(v) for v in hist.percentile([50, 99])) if hist.count
+                        else (None, None))
+            shards.append(replace(
+                shard, p50_ms=p50, p99_ms=p99,
+                cpu=min(1.0, sum(r.shards[i].cpu for r in runs) / replicates),
+                requests=round(sum(r.shards[i].requests for r in runs) / replicates)))
+        overall = LatencyHistogram.empty()
+        for r in runs:
+            overall.merge(r.latency)
+        latency = None
+        if overall.count:
+            qs = overall.percentile([50, 75, 90, 95, 99, 99.9])
+            latency = Latency(min=overall.min, p50=float(qs[0]), p75=float(qs[1]),
+                              p90=float(qs[2]), p95=float(qs[3]), p99=float(qs[4]),
+                              p999=float(qs[5]), max=overall.max, mean=overall.mean)
+        extra = dict(obs.extra)
+        extra["simulation"] = {**extra.get("simulation", {}), "replicates": replicates}
+        obs = replace(obs, shards=tuple(shards), latency_ms=latency, extra=extra,
+                      achieved_rps=sum(r.requests for r in runs) / (
+                          replicates * options["duration"]))
+    return _with_delay(obs, cal.extra_ms)
 
 
 def _with_delay(obs: Observations, extra_ms: float) -> Observations:
@@ -296,31 +342,22 @@ def _with_delay(obs: Observations, extra_ms: float) -> Observations:
     return replace(obs, shards=shards, latency_ms=latency)
 
 
-def _horizon(cal: Calibration, rps: float, duration: float,
-             requests: int = MODEL_REQUESTS) -> float:
-    """The simulated window: the run's, or longer (``MODEL_REQUESTS``) when the arrivals are
-    Poisson, whose statistics do not change with the window's length (a profile's arrivals
-    follow its day, so they keep the run's window)."""
-    if cal.arrivals != "poisson":
-        return duration
-    return max(duration, requests / rps)
-
-
 def replay(cal: Calibration, *, seed: int = 0) -> Observations:
-    """The calibrated model run as the measured run ran: same rate, keys, arrivals, and the
-    run's window or a longer one of the same arrivals (``_horizon``)."""
-    duration = _horizon(cal, cal.rps, cal.duration_s)
-    return _simulate(cal, cal.options(duration=duration), seed=seed, label="replay")
+    """The calibrated model run as the measured run ran (same rate, length, keys, arrivals),
+    pooled over ``_replicates`` runs."""
+    return _simulate(cal, cal.options(), seed=seed, label="replay",
+                     replicates=_replicates(cal.rps, cal.duration_s, MODEL_REQUESTS))
 
 
 def predict_like(cal: Calibration, *, rps: float | None = None, shards: int | None = None,
                  duration: float | None = None, mitigations=None, seed: int = 0
                  ) -> Observations:
-    """The calibrated model at another rate, shard count or length, with ``mitigations``
-    (``hotshard.mitigations.Mitigations``): "this service, at production's rate"."""
+    """The calibrated model at another rate, shard count or length (default: the run's),
+    with ``mitigations`` (``hotshard.mitigations.Mitigations``): "this service, at
+    production's rate", pooled over ``_replicates`` runs."""
     rate = rps or cal.rps
-    overrides = {"rps": rate,
-                 "duration": duration or _horizon(cal, rate, cal.duration_s)}
+    length = duration or cal.duration_s
+    overrides = {"rps": rate, "duration": length}
     if shards is not None:
         overrides["shards"] = shards
     if mitigations is not None:
@@ -328,7 +365,8 @@ def predict_like(cal: Calibration, *, rps: float | None = None, shards: int | No
                          split_hot=((mitigations.split_keys, mitigations.split_into)
                                     if mitigations.split_into > 1 else None),
                          cache_hit=mitigations.cache_hit, hot_keys=mitigations.hot_keys)
-    return _simulate(cal, cal.options(**overrides), seed=seed, label="prediction")
+    return _simulate(cal, cal.options(**overrides), seed=seed, label="prediction",
+                     replicates=_replicates(rate, length, MODEL_REQUESTS))
 
 
 @dataclass(frozen=True)
