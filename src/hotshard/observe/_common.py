@@ -12,7 +12,8 @@ from typing import Any
 from hotshard.errors import InputError
 from hotshard.observations import Latency, Observations, ShardObservation
 
-__all__ = ["Notes", "build", "finite", "iso", "natural_key", "parse_time", "parse_window"]
+__all__ = ["CPU_SLACK_S", "Notes", "build", "finite", "iso", "natural_key", "parse_time",
+           "parse_window", "settle_fraction"]
 
 _RELATIVE = re.compile(r"^(?:now)?\s*-\s*(.+)$")
 
@@ -114,3 +115,22 @@ def build(label: str, *, source: Mapping[str, Any], notes: Notes,
     return Observations(label=label, shards=tuple(ordered),
                         latency_ms=Latency(**latency) if latency else None,
                         extra=extra, **values)
+
+
+# CPU seconds a busy fraction's measurement may be off by: CPU-seconds counters advance in clock
+# ticks (10 ms: /proc's and os.times()' USER_HZ of 100), one tick at each edge of the span, and
+# an exporter reads its counter a few milliseconds after the scrape's timestamp. So one core
+# busy all along measures 1 + up to ~0.05 s / span (seen live: 1.0011 over 9 s, 1.01 over 1 s),
+# and an idle machine 1 - idle slightly below 0. See ``settle_fraction``.
+CPU_SLACK_S = 0.05
+
+
+def settle_fraction(value: float, slack: float) -> float:
+    """A busy fraction measured just outside [0, 1] (by at most ``slack``, the counters'
+    resolution over the span) is 1 or 0: one core busy all along, or an idle one, not more
+    than a core (which would leave the shard's cpu out) nor less than nothing."""
+    if 1 < value <= 1 + slack:
+        return 1.0
+    if -slack <= value < 0:
+        return 0.0
+    return value

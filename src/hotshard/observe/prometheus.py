@@ -38,19 +38,13 @@ from typing import Any
 
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
-from hotshard.observe._common import Notes, build, finite, iso
+from hotshard.observe._common import CPU_SLACK_S, Notes, build, finite, iso, settle_fraction
 
 __all__ = ["LATENCY_QUANTILES", "PRESETS", "Preset", "PrometheusClient", "observe_prometheus"]
 
 LATENCY_QUANTILES = {"p50": 0.5, "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99,
                      "p999": 0.999}
 DEFAULT_TIMEOUT = 10.0
-# CPU seconds a busy fraction's measurement may be off by: CPU-seconds counters advance in clock
-# ticks (10 ms: /proc's and os.times()' USER_HZ of 100), one tick at each edge of the span, and
-# an exporter reads its counter a few milliseconds after the scrape's timestamp. So one core
-# busy all along measures 1 + up to ~0.05 s / span (seen live: 1.0011 over 9 s, 1.01 over 1 s),
-# and an idle machine 1 - idle slightly below 0. See ``_settle_fraction``.
-CPU_SLACK_S = 0.05
 # a bare selector: a metric name with optional {matchers}, or {matchers} alone
 _SELECTOR = re.compile(r"""^\s*(?:[A-Za-z_:][A-Za-z0-9_:]*\s*)?"""
                        r"""(?:\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})?\s*$""")
@@ -309,17 +303,6 @@ class _Query:
         return out
 
 
-def _settle_fraction(value: float, slack: float) -> float:
-    """A busy fraction measured just outside [0, 1] (by at most ``slack``, the counters'
-    resolution over the span) is 1 or 0: one core busy all along, or an idle one, not more
-    than a core (which would leave the shard's cpu out) nor less than nothing."""
-    if 1 < value <= 1 + slack:
-        return 1.0
-    if -slack <= value < 0:
-        return 0.0
-    return value
-
-
 def _latency_unit(expr: str) -> float:
     """Milliseconds per unit of a histogram's buckets: seconds (Prometheus' base unit) unless
     the name says milliseconds or microseconds."""
@@ -460,7 +443,7 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
             g = q.instant("cpu", expr)
             raw = dict(g.values)
             span = end - start  # what $__range covers
-        settled = {s: _settle_fraction(v, CPU_SLACK_S / span) for s, v in raw.items()}
+        settled = {s: settle_fraction(v, CPU_SLACK_S / span) for s, v in raw.items()}
         edged = {s: v for s, v in raw.items() if settled[s] != v}
         if edged:
             shard, value = max(edged.items(), key=lambda kv: abs(kv[1] - settled[kv[0]]))

@@ -28,7 +28,7 @@ from hotshard.cluster.resp import RedisURL, aask_all, node_key, parse_info, pars
 from hotshard.cluster.topology import topology
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
-from hotshard.observe._common import Notes, build, iso
+from hotshard.observe._common import CPU_SLACK_S, Notes, build, iso, settle_fraction
 
 __all__ = ["NodeSample", "observe_redis_cluster", "sample_nodes"]
 
@@ -180,12 +180,14 @@ def observe_redis_cluster(url: str | RedisURL, *, duration: float, timeout: floa
                  **({"cpu": round(per_node[r]["cpu"], 6)} if "cpu" in per_node[r] else {})}
                 for r in replicas[master]]
         cpu = node.get("cpu")
+        elapsed = node["elapsed"]
+        if cpu is not None and elapsed > 0:   # a main thread busy all along: 1, not 1.002
+            cpu = settle_fraction(cpu, CPU_SLACK_S / elapsed)
         if cpu is not None and cpu > 1:
             notes.add(f"node {master}: CPU {cpu:.2f} cores (Redis' I/O threads): left out, "
                       "the shard's extra.cpu_cores keeps it")
             extra["cpu_cores"] = round(cpu, 6)
             cpu = None
-        elapsed = node["elapsed"]
         shards.append(ShardObservation(
             id=str(i), node=master, requests=node["requests"],
             rate_rps=round(node["requests"] / elapsed, 3) if elapsed > 0 else None,
