@@ -208,3 +208,14 @@ def test_poisson_timestamps_are_poisson_for_any_split():
     parts = [arrivals.times(rows[a:b], None) for a, b in ((0, 70_001), (70_001, 600_000))]
     assert np.array_equal(np.concatenate(parts), times)
     assert np.array_equal(arrivals.times(rows[::-1], None), times[::-1])
+
+
+def test_sorting_leaf_by_leaf_is_numpys_sort_of_the_whole():
+    from hotshard.workload.profile_arrivals import _sorted_in_leaves
+
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(30, 2000).astype(np.int64)
+    counts[::7] = 0   # empty leaves
+    leaf = 0.01
+    times = np.repeat(np.arange(counts.size) * leaf, counts) + rng.random(counts.sum()) * leaf
+    assert np.array_equal(_sorted_in_leaves(times.copy(), counts), np.sort(times))

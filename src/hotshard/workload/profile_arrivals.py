@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from hotshard.profile.arrivals import ArrivalModel
@@ -97,7 +98,7 @@ class CascadeArrivals:
             leaf = leaf / k
         starts = np.repeat(np.arange(counts.size) * leaf, counts)
         times = starts + rng.random(starts.size) * leaf
-        return float(self._starts[b]) + np.sort(times)
+        return float(self._starts[b]) + _sorted_in_leaves(times, counts)
 
     def times(self, rows: NDArray[np.int64], u: NDArray[np.float64] | None = None
               ) -> NDArray[np.float64]:
@@ -121,3 +122,24 @@ class CascadeArrivals:
         return {"process": "profile", "rate": self.rate,
                 "resolution_s": self.model.resolution_s * self._stretch,
                 "cascade": [list(level) for level in self.model.cascade]}
+
+
+@njit(cache=True)
+def _sorted_in_leaves(times: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``np.sort(times)`` when each leaf's times (``counts[i]`` of them, in leaf order) lie in
+    that leaf's own interval: only each leaf needs sorting, a few dozen values at a time, so
+    insertion sort in place (a leaf is 10 ms: ~30 requests at 3000 req/s). The same array as
+    numpy's sort of the whole, at a fifth of its cost: it was a fifth of a profile-arrivals
+    simulation's time."""
+    start = 0
+    for c in counts:
+        end = start + c
+        for i in range(start + 1, end):
+            v = times[i]
+            j = i - 1
+            while j >= start and times[j] > v:
+                times[j + 1] = times[j]
+                j -= 1
+            times[j + 1] = v
+        start = end
+    return times
