@@ -384,7 +384,18 @@ def observed_shards_text(obs, title: str) -> str:
         lines.append(f"  latency   p50 {_ms(obs.latency_ms.p50)} ms  p99 "
                      f"{_ms(obs.latency_ms.p99)} ms")
     lines.append("  shard            CPU      requests    p50 ms    p99 ms")
-    for s in sorted(obs.shards, key=lambda s: -(s.cpu or 0.0)):
+    ranked = sorted(obs.shards, key=lambda s: -(s.extra.get("cpu_unbounded") or s.cpu or 0.0))
+    for s in ranked[:_SHARDS_LISTED]:
+        demand = s.extra.get("cpu_unbounded", s.cpu)
+        flag = (f"  SATURATED: demand {demand:.2f}x its capacity"
+                if demand is not None and demand >= 0.99 else "")
         lines.append(f"  {s.id:<16} {pct(s.cpu) if s.cpu is not None else '-':<8} "
-                     f"{s.requests or 0:>9,} {_ms(s.p50_ms):>9} {_ms(s.p99_ms):>9}")
+                     f"{s.requests or 0:>9,} {_ms(s.p50_ms):>9} {_ms(s.p99_ms):>9}{flag}")
+    if len(ranked) > _SHARDS_LISTED:
+        cpus = [s.cpu for s in ranked[_SHARDS_LISTED:] if s.cpu is not None]
+        lines.append(f"  ... {len(ranked) - _SHARDS_LISTED} more shards"
+                     + (f", CPU {pct(min(cpus))} to {pct(max(cpus))}" if cpus else ""))
     return "\n".join(lines)
+
+
+_SHARDS_LISTED = 10   # a prediction's hottest shards; the rest in one line (--json has all)

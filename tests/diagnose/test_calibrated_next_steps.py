@@ -58,3 +58,10 @@ def test_the_command_takes_a_run_to_calibrate_from(tmp_path):
     assert "predicts, at 3,000 req/s, the hottest shard at" in " ".join(out.stdout.split())
     bad = run_cli(*args, "--calibrate", str(run))
     assert bad.returncode == 2 and "give --profile too" in bad.stderr
+    # a run it cannot calibrate from is the user's mistake to hear about, not a footnote
+    no_cpu = tmp_path / "nocpu.json"
+    made = _true_run(rps=100.0, seconds=60.0, seed=1)
+    replace(made, shards=tuple(replace(s, cpu=None) for s in made.shards)).save(no_cpu)
+    out = run_cli(*args, "--profile", str(EXAMPLES / "incident.profile.json"),
+                  "--calibrate", str(no_cpu))
+    assert out.returncode == 2 and "nocpu.json has no CPU" in out.stderr

@@ -147,3 +147,22 @@ def test_the_command_replays_and_predicts(measured, tmp_path):
         bad = run_cli("simulate", *args)
         assert bad.returncode == 2 and message in bad.stderr, (args, bad.stderr)
         assert "Traceback" not in bad.stderr
+
+
+def test_an_invalid_run_is_refused(measured):
+    """A run marked invalid (too many failures) spent CPU on requests whose latencies are
+    not in it: calibrating on it would divide that CPU by the survivors."""
+    bad = replace(measured, valid=False, errors={"share": 0.5, "attempted": 100, "failed": 50,
+                                                 "max_error_rate": 0.01})
+    assert not bad.is_valid
+    with pytest.raises(InputError, match="not a valid run"):
+        calibrate(bad)
+
+
+def test_a_saturating_prediction_says_so(measured, tmp_path):
+    run = tmp_path / "run.json"
+    measured.save(run)
+    out = run_cli("simulate", "--like", str(run), "--rps", "1200")
+    assert out.returncode == 0, out.stderr
+    assert "SATURATED" in out.stdout
+    assert "more shards" not in out.stdout   # four shards: every one listed

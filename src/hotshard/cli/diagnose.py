@@ -61,6 +61,9 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, calibr
             raise click.UsageError("--calibrate predicts production's CPU and p99 from "
                                    "production's keys: give --profile too")
         run = load(calibrate_path)
+        from hotshard.sim.calibrate import calibrate
+
+        calibrate(run, profile=profile, where=calibrate_path)   # a run it cannot use: say so
     result = run_diagnose(production, baseline, profile=profile, partitioner=partitioner,
                           problems=problems, calibrate_from=run)
     if as_json:

@@ -152,6 +152,10 @@ def calibrate(run: Observations, *, profile=None,
         The run lacks what a model needs: its duration, per-shard CPU and requests, a service
         time or latency summary, or keys the simulator can draw (give ``profile``).
     """
+    if not run.is_valid:   # its CPU was spent on requests whose latencies are not in it
+        raise InputError(f"{where}: {run.invalid_reason}, so its CPU per request and its "
+                         "latencies describe the requests that got through, not the service: "
+                         "fix the failures and calibrate on a valid run")
     if not run.duration_s:
         raise InputError(f"{where} has no duration_s: a replay needs the run's length")
     measured = [s for s in run.shards if s.cpu is not None and s.requests]
@@ -309,8 +313,9 @@ def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
                     hist.merge(r.shards[i].latency)
             p50, p99 = ((float(v) for v in hist.percentile([50, 99])) if hist.count
                         else (None, None))
+            demand = sum(r.shards[i].cpu for r in runs) / replicates   # beyond 1: overload
             shards.append(replace(
-                shard, p50_ms=p50, p99_ms=p99,
+                shard, p50_ms=p50, p99_ms=p99, extra={**shard.extra, "cpu_unbounded": demand},
                 cpu=min(1.0, sum(r.shards[i].cpu for r in runs) / replicates),
                 requests=round(sum(r.shards[i].requests for r in runs) / replicates)))
         overall = LatencyHistogram.empty()
