@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from hotshard.errors import InputError
 from hotshard.profile.locality import N_BINS, Locality, bin_bounds, class_of
+from hotshard.workload._sorting import sort_run
 
 __all__ = ["MAX_LOCALITY_EVENTS", "MAX_LOCALITY_KEYS", "even_counts", "fits_in_memory",
            "head_warp", "key_counts", "locality_positions"]
@@ -366,16 +367,7 @@ def _bucket_sorted_owners(packed: np.ndarray, value_bits: int, owner_bits: int,
         begin = first
         for s in range(width - 1):
             stop = first + local[s]
-            if stop - begin > 32:
-                packed[begin:stop].sort()
-            else:
-                for i in range(begin + 1, stop):
-                    v = packed[i]
-                    j = i - 1
-                    while j >= begin and packed[j] > v:
-                        packed[j + 1] = packed[j]
-                        j -= 1
-                    packed[j + 1] = v
+            sort_run(packed, begin, stop)
             begin = stop
         for i in range(first, end):
             packed[i] &= mask
