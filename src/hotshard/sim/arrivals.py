@@ -419,7 +419,9 @@ class ProfileArrivals:
     model: object  # hotshard.profile.arrivals.ArrivalModel
     source: str = "profile"
 
-    def times(self, rate, duration, rng=None) -> Times:
+    def _cascade(self, rate, duration, rng):
+        """(the run's cascade, its number of requests, its duration): ``times`` and
+        ``blocks`` draw the same one from the same seed."""
         from hotshard.workload.profile_arrivals import CascadeArrivals
 
         rate = _positive(rate, "rate", "per second")
@@ -428,6 +430,10 @@ class ProfileArrivals:
         events = max(1, int(round(rate * duration)))
         cascade = CascadeArrivals(self.model, events, events / duration,
                                   int(rng.integers(0, 2**63 - 1)), real_time=True)
+        return cascade, events, duration
+
+    def times(self, rate, duration, rng=None) -> Times:
+        cascade, events, _ = self._cascade(rate, duration, rng)
         return cascade.times(np.arange(events, dtype=np.int64))
 
     def blocks(self, rate, duration, seed: int) -> ArrivalBlocks:
@@ -435,14 +441,7 @@ class ProfileArrivals:
         resolution at a time (each bin of the cascade is drawn from its own seed, so a bin
         is the natural block; a profile's bin at production's rate is a few hundred
         thousand requests)."""
-        from hotshard.workload.profile_arrivals import CascadeArrivals
-
-        rate = _positive(rate, "rate", "per second")
-        duration = _positive(duration, "duration", "seconds")
-        rng = np.random.default_rng(seed)
-        events = max(1, int(round(rate * duration)))
-        cascade = CascadeArrivals(self.model, events, events / duration,
-                                  int(rng.integers(0, 2**63 - 1)), real_time=True)
+        cascade, events, duration = self._cascade(rate, duration, seed)
         cum = self._bin_rows(events, duration)
 
         def draw() -> Iterator[Times]:

@@ -192,17 +192,9 @@ def serve(arrivals: ArrayLike, service: ArrayLike, workers: int = 1,
     fixed when it arrives (it depends only on earlier requests), so one pass over the arrivals
     in order is the exact event simulation: no departure events are needed.
     """
-    arrival = _seconds(arrivals, "arrivals")
-    work = _seconds(service, "service")
+    arrival, work = _requests(arrivals, service)
     n = arrival.size
-    if work.size != n:
-        raise InputError(f"service must have one time per arrival: got {work.size} service "
-                         f"times for {n} arrivals")
-    _check_arrivals(arrival)
-    _check_service(work)
-    if isinstance(workers, bool) or not isinstance(workers, Integral) or workers < 1:
-        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
-    workers = int(workers)
+    workers = _workers(workers)
     key_ids, may_coalesce = _coalescing(keys, coalesce, n)
 
     if key_ids is None and workers == 1:
@@ -229,10 +221,8 @@ class ShardQueue:
     """
 
     def __init__(self, horizon: float, workers: int = 1):
-        if isinstance(workers, bool) or not isinstance(workers, Integral) or workers < 1:
-            raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+        self.workers = _workers(workers)
         self.horizon = _window(horizon)
-        self.workers = int(workers)
         self.requests = 0
         self.coalesced = 0
         self._free = np.zeros(self.workers)
@@ -246,17 +236,11 @@ class ShardQueue:
               coalesce: ArrayLike | None = None) -> Served:
         """Serve the next window's requests (arrivals sorted, none before the previous
         window's last); the same parameters as ``serve``. Returns the window's ``Served``."""
-        arrival = _seconds(arrivals, "arrivals")
-        work = _seconds(service, "service")
+        arrival, work = _requests(arrivals, service)
         n = arrival.size
-        if work.size != n:
-            raise InputError(f"service must have one time per arrival: got {work.size} "
-                             f"service times for {n} arrivals")
-        _check_arrivals(arrival)
         if n and arrival[0] < self._last:
             raise InputError(f"arrivals must continue the previous window's: {arrival[0]} "
                              f"comes before {self._last}")
-        _check_service(work)
         key_ids, may_coalesce = _coalescing(keys, coalesce, n)
         start, finish, coalesced, self._leaders = _events_from(
             arrival, work, self.workers, key_ids, may_coalesce, self._free, self._leaders)
@@ -341,6 +325,25 @@ def _most_present(leaves, arrival, inside, base):  # pragma: no cover - runs com
         while j < m and leaves[j] <= a:
             j += 1
     return most, j
+
+
+def _requests(arrivals: ArrayLike, service: ArrayLike) -> tuple[Seconds, Seconds]:
+    """(arrival, service) times checked: finite, sorted arrivals, service times >= 0, one
+    for each arrival (``serve`` and each window of ``ShardQueue.serve`` alike)."""
+    arrival = _seconds(arrivals, "arrivals")
+    work = _seconds(service, "service")
+    if work.size != arrival.size:
+        raise InputError(f"service must have one time per arrival: got {work.size} service "
+                         f"times for {arrival.size} arrivals")
+    _check_arrivals(arrival)
+    _check_service(work)
+    return arrival, work
+
+
+def _workers(workers) -> int:
+    if isinstance(workers, bool) or not isinstance(workers, Integral) or workers < 1:
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+    return int(workers)
 
 
 def _seconds(values: ArrayLike, name: str) -> Seconds:
