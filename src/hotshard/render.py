@@ -369,11 +369,12 @@ def comparison_text(comparison) -> str:
                      f"{_ms(r.predicted_p50_ms):<15} {_ms(r.measured_p99_ms):>9} / "
                      f"{_ms(r.predicted_p99_ms)}")
     hot = comparison.hottest
-    lines.append(f"error: CPU within {comparison.worst_cpu_points:.1f} points on every shard, "
-                 f"p99 within a factor of {comparison.worst_p99_factor:.2f}; hottest shard "
-                 f"{hot.shard}: CPU {hot.cpu_points:+.1f} points, p99 x"
-                 f"{hot.p99_ratio:.2f}" if hot.p99_ratio and hot.cpu_points is not None
-                 else f"error: CPU within {comparison.worst_cpu_points:.1f} points")
+    error = f"error: CPU within {comparison.worst_cpu_points:.1f} points"
+    if hot.p99_ratio and hot.cpu_points is not None:
+        error += (f" on every shard, p99 within a factor of {comparison.worst_p99_factor:.2f}; "
+                  f"hottest shard {hot.shard}: CPU {hot.cpu_points:+.1f} points, p99 x"
+                  f"{hot.p99_ratio:.2f}")
+    lines.append(error)
     return "\n".join(lines)
 
 

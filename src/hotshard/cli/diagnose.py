@@ -60,10 +60,10 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, calibr
         if profile is None:
             raise click.UsageError("--calibrate predicts production's CPU and p99 from "
                                    "production's keys: give --profile too")
-        run = load(calibrate_path)
         from hotshard.sim.calibrate import calibrate
 
-        calibrate(run, profile=profile, where=calibrate_path)   # a run it cannot use: say so
+        # calibrated here, so a run it cannot use is an error naming the file
+        run = calibrate(load(calibrate_path), profile=profile, where=calibrate_path)
     result = run_diagnose(production, baseline, profile=profile, partitioner=partitioner,
                           problems=problems, calibrate_from=run)
     if as_json:

@@ -98,8 +98,7 @@ def _simulated(model, rate: float, n_shards: int, partitioner: str, mitigations
 
 
 def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
-               notes: list[str], calibrate_from: Observations | None = None
-               ) -> list[Recommendation]:
+               notes: list[str], calibrate_from=None) -> list[Recommendation]:
     p, t = ev.production, ev.baseline
     recs: list[Recommendation] = []
     if found["key-skew"] == "fits":
@@ -177,16 +176,19 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
     return recs
 
 
-def _calibrated(run: Observations | None, profile: Profile, rate: float | None,
-                notes: list[str]):
-    """The service model calibrated from ``run`` with production's keys, or None (said in
-    ``notes`` when a run was given but cannot calibrate, or production has no rate)."""
+def _calibrated(run, profile: Profile, rate: float | None, notes: list[str]):
+    """The service model calibrated from ``run`` (observations, or a ``Calibration`` made
+    already) with production's keys, or None (said in ``notes`` when a run was given but
+    cannot calibrate, or production has no rate)."""
     if run is None:
         return None
     if not rate:
         notes.append("production gives no request rate: the what-ifs' CPU and p99 need one")
         return None
-    from hotshard.sim.calibrate import calibrate
+    from hotshard.sim.calibrate import Calibration, calibrate
+
+    if isinstance(run, Calibration):
+        return run
 
     try:
         return calibrate(run, profile=profile, where=repr(run.label))
@@ -198,7 +200,7 @@ def _calibrated(run: Observations | None, profile: Profile, rate: float | None,
 def diagnose(production: Observations, baseline: Observations | None = None, *,
              profile: Profile | None = None, partitioner: str | None = None,
              problems: Sequence[str] = (),
-             calibrate_from: Observations | None = None) -> Diagnosis:
+             calibrate_from=None) -> Diagnosis:
     """Rank the explanations of production's behaviour (against a load test, if given).
 
     Parameters
@@ -216,11 +218,12 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
     problems : sequence of str, optional
         Fields dropped while reading the inputs (``Observations.load_salvaged``), carried
         into the notes so a reader knows what the verdicts could not use.
-    calibrate_from : Observations, optional
+    calibrate_from : Observations or sim.calibrate.Calibration, optional
         A measured run of the service (``drive`` against it: per-shard CPU and requests,
-        service-time percentiles): the what-ifs then also state the hottest shard's CPU and
-        p99 before and after each mitigation, from the service model calibrated on it
-        (``hotshard.sim.calibrate``) simulated at production's rate and shard count.
+        service-time percentiles), or the model already calibrated from one: the what-ifs
+        then also state the hottest shard's CPU and p99 before and after each mitigation,
+        from the service model calibrated on it (``hotshard.sim.calibrate``) simulated at
+        production's rate and shard count.
 
     Returns
     -------
