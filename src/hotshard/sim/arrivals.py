@@ -21,6 +21,7 @@ and the times are the same however the run is grouped into windows.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -642,10 +643,8 @@ def _emit(starts: NDArray[np.float64], widths: NDArray[np.float64],
         e = max(int(np.searchsorted(ends, pos + _CHUNK_EVENTS, side="right")), b + 1)
         n = int(ends[e - 1]) - pos
         if n:
-            out[pos:pos + n] = _sorted_uniforms(starts[b:e], widths[b:e], counts[b:e], rng)
+            _sorted_uniforms(starts[b:e], widths[b:e], counts[b:e], rng, out, pos)
         pos, b = pos + n, e
-    # rounding at block edges could put neighbours an ulp out of order; sorted is the contract
-    np.maximum.accumulate(out, out=out)
     return out
 
 
@@ -661,23 +660,45 @@ def _split(starts, widths, rates):
     return starts[block] + k * w, w, rates[block]
 
 
-def _sorted_uniforms(starts, widths, counts, rng) -> Times:
-    """counts[i] sorted uniform times in each [starts[i], starts[i] + widths[i]), in order.
+def _sorted_uniforms(starts, widths, counts, rng, out, pos) -> None:
+    """counts[i] sorted uniform times in each [starts[i], starts[i] + widths[i]), in order,
+    written to ``out`` from ``pos`` on.
 
     (E_1 + ... + E_j) / (E_1 + ... + E_{k+1}), j = 1..k, for k + 1 standard exponentials, are
-    distributed as the order statistics of k uniforms: linear time, no sort.
+    distributed as the order statistics of k uniforms: linear time, no sort. The draws and
+    their running sum are numpy's; spreading them over the blocks is one compiled pass.
     """
-    nb = counts.size
-    s = rng.standard_exponential(int(counts.sum()) + nb)
-    np.cumsum(s, out=s)
-    last = np.cumsum(counts + 1) - 1  # each block's closing spacing
-    base = np.concatenate(([0.0], s[last[:-1]]))
-    span = s[last] - base
-    keep = np.ones(s.size, dtype=bool)
-    keep[last] = False
-    block = np.repeat(np.arange(nb), counts)
-    u = (s[keep] - base[block]) / span[block]
-    return starts[block] + widths[block] * u
+    spacings = rng.standard_exponential(int(counts.sum()) + counts.size)
+    np.cumsum(spacings, out=spacings)
+    _compiled_spread()(spacings, counts.astype(np.int64), starts, widths, out, pos)
+
+
+@functools.cache
+def _compiled_spread():
+    """``_spread`` compiled by numba (imported here, paid only by the paths that draw)."""
+    from numba import njit
+
+    return njit(cache=True, nogil=True)(_spread)
+
+
+def _spread(cumulative, counts, starts, widths, out, pos):  # pragma: no cover - compiled
+    """Block b's ``counts[b]`` partial sums over its closing one, scaled into the block; a
+    running maximum keeps the whole of ``out`` sorted (rounding at block edges could put
+    neighbours an ulp out of order; sorted is the contract)."""
+    top = out[pos - 1] if pos > 0 else -np.inf
+    j = 0
+    for b in range(counts.size):
+        k = counts[b]
+        base = cumulative[j - 1] if j > 0 else 0.0
+        span = cumulative[j + k] - base
+        for i in range(k):
+            t = starts[b] + widths[b] * ((cumulative[j + i] - base) / span)
+            if t < top:
+                t = top
+            top = t
+            out[pos] = t
+            pos += 1
+        j += k + 1
 
 
 @dataclass(frozen=True, eq=False)

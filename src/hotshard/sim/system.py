@@ -426,7 +426,7 @@ class _Run:
                                           key_id, g)
         if self.sub_shards is not None:
             shard, key_id = _split(self.sub_shards, shard, key_id, g)
-        local = np.zeros(n, dtype=bool)
+        local = None   # served by the gateway's local cache (none without one)
         if mit.cache_hit > 0:
             hot = (key_id >= 0) & (key_id < self.hot)
             local = is_read & hot & (g.random(n) < mit.cache_hit)
@@ -434,7 +434,9 @@ class _Run:
         if self.che is not None:
             table, sizes = self.che
             hit_p = table[shard, _class_index(self.sampler, positions, sizes)]
-            che = ~local & is_read & (g.random(n) < hit_p)
+            che = is_read & (g.random(n) < hit_p)
+            if local is not None:
+                che &= ~local
         service = self.model.service.sample(n, g)
         replica = (np.where(is_read, g.integers(0, mit.replicas, n), 0) if mit.replicas > 1
                    else None)
@@ -454,28 +456,36 @@ class _Run:
                            kind="stable")   # a radix sort
         counts = np.bincount(shard, minlength=shards)
         bounds = np.concatenate([[0], np.cumsum(counts)])
+        self.by_shard += counts
+        # reads that reach the shard, counted before reordering (counts need no order)
+        reaching = w["is_read"] if w["local"] is None else w["is_read"] & ~w["local"]
+        self.reads_reaching += np.bincount(shard[reaching], minlength=shards)
         arrival, service = w["arrival"][order], w["service"][order]
-        is_read, local = w["is_read"][order], w["local"][order]
-        key_id = w["key_id"][order] if (mit.coalesce or self.lru is not None) else None
+        # the per-request columns below are reordered only when something reads them
+        per_key = mit.coalesce or self.lru is not None
+        key_id = w["key_id"][order] if per_key else None
         replica = None if w["replica"] is None else w["replica"][order]
+        is_read = (w["is_read"][order]
+                   if per_key or replica is not None else None)
+        local = None if w["local"] is None else w["local"][order]
         hits = None if w["che"] is None else w["che"][order]
-        reaches = ~local
         if self.lru is not None:   # every request that reaches the cache references its key
             hits = np.zeros(n, dtype=bool)
             for s in range(shards):
-                rows = bounds[s] + np.flatnonzero(reaches[bounds[s]:bounds[s + 1]])
+                lo, hi = bounds[s], bounds[s + 1]
+                rows = lo + (np.arange(hi - lo) if local is None
+                             else np.flatnonzero(~local[lo:hi]))
                 if rows.size:
                     hits[rows] = self.lru[s].hits(key_id[rows])
             hits &= is_read
-        quick = local if hits is None else local | hits
-        everyone = not quick.any()
+        quick = local if hits is None else (hits if local is None else local | hits)
+        everyone = quick is None or not quick.any()
         latency = np.empty(n)
-        latency[quick] = model.hit_seconds * 1000.0
-        self.by_shard += counts
-        sorted_shard = np.repeat(np.arange(shards), counts)
-        self.reads_reaching += np.bincount(sorted_shard[is_read & reaches], minlength=shards)
+        if not everyone:
+            latency[quick] = model.hit_seconds * 1000.0
         if hits is not None:
-            self.cache_hits += np.bincount(sorted_shard[hits], minlength=shards)
+            self.cache_hits += np.bincount(np.repeat(np.arange(shards), counts)[hits],
+                                           minlength=shards)
         for s in range(shards):
             lo, hi = int(bounds[s]), int(bounds[s + 1])
             if lo == hi:
