@@ -213,7 +213,7 @@ def test_op_mix_rows_are_distributions():
 
 @pytest.mark.parametrize(("text", "seconds"), [
     ("90", 90), ("90s", 90), ("15m", 900), ("2h", 7200), ("1d", 86400), ("1h30m", 5400),
-    ("5m33s", 333), ("1.5h", 5400),
+    ("5m33s", 333), ("1.5h", 5400), ("500ms", 0.5), ("1s250ms", 1.25),
 ])
 def test_durations_read_as_they_are_printed(text, seconds):
     from hotshard.workload.timing import format_duration, parse_duration
@@ -222,7 +222,7 @@ def test_durations_read_as_they_are_printed(text, seconds):
     assert parse_duration(format_duration(seconds)) == seconds  # what we print reads back
 
 
-@pytest.mark.parametrize("text", ["", "m", "1x", "1m2", "30s1m2", "-1s", "abc"])
+@pytest.mark.parametrize("text", ["", "m", "1x", "1m2", "30s1m2", "-1s", "abc", "15mss", "ms"])
 def test_malformed_durations_are_refused(text):
     from hotshard.workload.timing import parse_duration
 

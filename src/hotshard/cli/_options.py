@@ -51,7 +51,7 @@ class Count(click.ParamType):
 
 
 class Seconds(click.ParamType):
-    """A duration: 90, 90s, 15m, 2h, 1d."""
+    """A duration: 90, 90s, 500ms, 15m, 2h, 1d."""
 
     name = "DURATION"
 

@@ -22,19 +22,20 @@ __all__ = ["Arrivals", "HotEvent", "parse_duration", "parse_event"]
 DAY = 86_400.0
 
 
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_UNIT_SECONDS = {"": 1, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(text: str | float) -> float:
-    """'90', '90s', '15m', '2h', '1d', and compounds such as '1h30m' or '5m33s' -> seconds."""
+    """'90', '90s', '500ms', '15m', '2h', '1d', and compounds such as '1h30m' or '5m33s' ->
+    seconds."""
     if isinstance(text, int | float):
         value = float(text)
     else:
         compact = str(text).replace(" ", "")
-        parts = re.findall(r"([0-9]*\.?[0-9]+)([smhd]?)", compact)
+        parts = re.findall(r"([0-9]*\.?[0-9]+)(ms|[smhd]?)", compact)
         if not parts or "".join(n + u for n, u in parts) != compact or \
                 (len(parts) > 1 and any(not u for _, u in parts)):
-            raise InputError(f"not a duration: {text!r} (use e.g. 90s, 15m, 2h, 1h30m, 1d)")
+            raise InputError(f"not a duration: {text!r} (use e.g. 500ms, 90s, 15m, 2h, 1h30m, 1d)")
         value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not math.isfinite(value) or value < 0:
         raise InputError(f"durations must be >= 0, got {text!r}")
