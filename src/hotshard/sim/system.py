@@ -567,14 +567,12 @@ def _reads(positions, n, read_share, op_mix, gen) -> NDArray[np.bool_]:
         return u < read_share
     names, head_cum, tail_cum = op_mix
     j = list(names).index("read")
-    lo_h = head_cum[:, j - 1] if j else np.zeros(head_cum.shape[0])
-    lo_t = tail_cum[j - 1] if j else 0.0
-    in_head = positions < head_cum.shape[0]
-    lo = np.full(n, lo_t)
-    hi = np.full(n, tail_cum[j])
-    lo[in_head] = lo_h[positions[in_head]]
-    hi[in_head] = head_cum[positions[in_head], j]
-    return (u >= lo) & (u < hi)
+    head = head_cum.shape[0]
+    # each head key's [lo, hi) band of the read operation, then the tail's at index ``head``
+    lo = np.append(head_cum[:, j - 1] if j else np.zeros(head), tail_cum[j - 1] if j else 0.0)
+    hi = np.append(head_cum[:, j], tail_cum[j])
+    row = np.minimum(positions, head)
+    return (u >= lo[row]) & (u < hi[row])
 
 
 def _apply_events(events, targets, arrival, shard, key_id, gen):

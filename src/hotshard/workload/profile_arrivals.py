@@ -110,10 +110,17 @@ class CascadeArrivals:
         if rows.size == 0:
             return out
         bins = np.searchsorted(self._cum, rows, side="right") - 1
-        for b in np.unique(bins):
-            mine = bins == b
-            made = self._bin_times(int(b))
-            out[mine] = made[rows[mine] - self._cum[b]]
+        if rows.size > 1 and not (rows[1:] >= rows[:-1]).all():   # any order: bin by bin
+            for b in np.unique(bins):
+                mine = bins == b
+                made = self._bin_times(int(b))
+                out[mine] = made[rows[mine] - self._cum[b]]
+            return out
+        # rows in order (how a simulation asks, window after window): each bin one slice
+        edges = np.concatenate([[0], np.flatnonzero(bins[1:] != bins[:-1]) + 1, [rows.size]])
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            b = int(bins[lo])
+            out[lo:hi] = self._bin_times(b)[rows[lo:hi] - self._cum[b]]
         return out
 
     def seconds_for(self, events: int) -> float:
