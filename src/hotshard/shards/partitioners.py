@@ -74,8 +74,21 @@ def _pack(blobs: list[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     return data, offsets
 
 
+# Fewer keys than this are encoded by Python: Arrow's conversion imports pandas (~0.3 s),
+# which a gateway routing one channel at a time, or `hotshard shard KEY`, should not pay.
+_ARROW_MIN_KEYS = 256
+
+
 def _pack_text(keys: Sequence[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """UTF-8 bytes of every key in one buffer, by Arrow (C speed, no per-key Python bytes)."""
+    """UTF-8 bytes of every key in one buffer, by Arrow for many keys (C speed, no per-key
+    Python bytes), by Python for a few."""
+    if len(keys) < _ARROW_MIN_KEYS:
+        if any(k is None for k in keys):
+            raise InputError("keys must not be null")
+        try:
+            return _pack([(k if isinstance(k, str) else str(k)).encode() for k in keys])
+        except UnicodeEncodeError as exc:
+            raise InputError(f"a key is not valid text: {exc.object!r} ({exc.reason})") from None
     import pyarrow as pa
 
     try:
