@@ -103,10 +103,15 @@ lint: install-test
 
 # Independent tests in 3 processes (many wait on servers and subprocesses); the ones that
 # assert wall-clock rates, CPU shares or latencies (marker "timing") after, alone.
+# PYTHONDONTWRITEBYTECODE is emptied for pytest: with it set (as on some machines), every
+# run's 4 collecting processes re-rewrite the test modules' asserts and every `hotshard`
+# subprocess recompiles the package (~30 s of CPU a run here); the caches go to the
+# git-ignored __pycache__/ directories.
+PYTEST = PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q -n 3 -m "not timing"
-	$(BIN)/python -m pytest -q -m timing
+	$(PYTEST) -q -n 3 -m "not timing"
+	$(PYTEST) -q -m timing
 
 bench: java wrk redis $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py

@@ -23,8 +23,10 @@ from hotshard.drive.run import DriveConfig, DriveResult, drive
 from hotshard.drive.schedule import Schedule
 from tests.drive._servers import reset, run_server, server_stats, shard_of
 
-# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
-pytestmark = [pytest.mark.slow, pytest.mark.timing]
+pytestmark = pytest.mark.slow
+# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile).
+# Reproducibility (3.) asserts exact counts and keys only, so it runs in the parallel pass.
+timing = pytest.mark.timing
 
 SEED = 20261203
 KEYS = "uniform:1000"
@@ -55,6 +57,7 @@ CO_RATE = 500.0
 CLOSED_USERS = 10
 
 
+@timing
 def test_a_stall_shows_in_open_loop_p99_and_hides_from_closed_loop():
     with run_server("stall", stall_after_s=STALL_AFTER_S, stall_s=STALL_S) as url:
         open_run = _drive(url, rate=CO_RATE, duration=CO_DURATION)
@@ -105,6 +108,7 @@ def test_a_stall_shows_in_open_loop_p99_and_hides_from_closed_loop():
 RATE_DURATION = 5.0
 
 
+@timing
 @pytest.mark.parametrize(("rate", "processes"), [(1000.0, 1), (5000.0, 1)])
 def test_the_driver_holds_the_rate(rate, processes):
     times = _schedule_times(rate, RATE_DURATION)
@@ -168,6 +172,7 @@ def test_one_or_two_processes_send_the_same_keys():
 
 
 # -- 4. ramp ---------------------------------------------------------------------------------------
+@timing
 def test_a_ramp_sends_half_as_many_as_full_rate():
     rate, duration, ramp = 1000.0, 4.0, 2.0
     times = _schedule_times(rate, duration, ramp)

@@ -1,5 +1,6 @@
-"""A real Prometheus (Debian's ``prometheus``) for the tests: generated config, 1 s scrapes,
-a free 127.0.0.1 port, its own data directory; stopped by the pid the test started.
+"""A real Prometheus (Debian's ``prometheus``) for the tests: generated config, 1 s scrapes
+(or ``scrape_s``), a free 127.0.0.1 port, its own data directory; stopped by the pid the test
+started.
 
 ``scrapes(url, job, after)`` polls (never sleeps a fixed time) until every target of ``job``
 has a sample later than ``after``, which is how a test knows a window's edges are covered.
@@ -47,14 +48,14 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def config(jobs: dict[str, dict]) -> str:
-    """Prometheus YAML (JSON is YAML) scraping each job every second."""
+def config(jobs: dict[str, dict], scrape_s: float = SCRAPE_S) -> str:
+    """Prometheus YAML (JSON is YAML) scraping each job every ``scrape_s`` seconds."""
+    every = f"{round(scrape_s * 1000)}ms"  # Prometheus durations are whole numbers of a unit
     scrape = []
     for name, job in jobs.items():
-        scrape.append({"job_name": name, "scrape_interval": f"{SCRAPE_S:g}s",
-                       "scrape_timeout": f"{SCRAPE_S:g}s", **job})
-    return json.dumps({"global": {"scrape_interval": f"{SCRAPE_S:g}s",
-                                  "evaluation_interval": f"{SCRAPE_S:g}s"},
+        scrape.append({"job_name": name, "scrape_interval": every, "scrape_timeout": every,
+                       **job})
+    return json.dumps({"global": {"scrape_interval": every, "evaluation_interval": every},
                        "scrape_configs": scrape}, indent=2)
 
 
@@ -82,12 +83,14 @@ def scrapes(url: str, job: str, after: float, *, targets: int, timeout: float = 
 
 
 @contextlib.contextmanager
-def prometheus(directory: Path, jobs: dict[str, dict]) -> Iterator[str]:
-    """Start Prometheus on a free port with ``jobs``; yield its URL once /-/ready answers."""
+def prometheus(directory: Path, jobs: dict[str, dict],
+               scrape_s: float = SCRAPE_S) -> Iterator[str]:
+    """Start Prometheus on a free port with ``jobs`` scraped every ``scrape_s`` seconds; yield
+    its URL once /-/ready answers."""
     binary = need("prometheus")
     directory.mkdir(parents=True, exist_ok=True)
     cfg = directory / "prometheus.yml"
-    cfg.write_text(config(jobs))
+    cfg.write_text(config(jobs, scrape_s))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(directory / "prometheus.log", "wb")  # noqa: SIM115 (closed below)

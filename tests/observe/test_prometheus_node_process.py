@@ -1,7 +1,7 @@
 """`observe prometheus --preset node` and `--preset process` against live exporters: a real
 Prometheus scraping Debian's node_exporter and a "burner" process (one core spinning, its
 ``process_cpu_seconds_total`` served as client libraries' process collector serves it) every
-second, checked against /proc over the same window.
+half second, checked against /proc over the same window.
 
 What is compared. The node preset's CPU of the node_exporter instance is the machine's busy
 fraction, all CPUs together: the rate of node_cpu_seconds_total in modes other than idle and
@@ -10,16 +10,18 @@ iowait over the rate of all modes, which is /proc/stat's first line read at the 
 seconds per second; /proc/<pid>/stat's utime + stime (clock ticks) read at the window's edges
 give the same.
 
-Why the tolerance. Prometheus holds samples at its scrapes, one a second: both presets give the
+Why the tolerance. Prometheus holds samples at its scrapes, every SCRAPE_S: both presets give the
 average over the span between the first and the last scrape inside the window (the process
 preset's counter deltas over that span; the node preset's ratio of two rate()s, whose
 extrapolations to the range's edges cancel), while /proc is read at the window's edges. Each
 edge can be off by up to one scrape interval, and over that second the load may be anything in
 [0, 1] (the burner shares 2 cores with Prometheus, the exporter and whatever else the machine
 runs), so the two averages can differ by up to 2 * SCRAPE_S / window of a fraction in [0, 1]:
-0.2 for a 10 s window. Clock ticks (0.01 s at each edge of each counter) add 0.004 at most,
-rounded up to 0.01. (Read at the first and last scrapes' own times instead, /proc agreed with
-both presets to within 0.002 when this test was written.)
+0.2 for a 5 s window scraped every 0.5 s (as for 10 s at 1 s: the bound is the ratio, so the
+test scrapes twice a second and waits half as long). Clock ticks (0.01 s at each edge of each
+counter, read by /proc and by the exporters alike) add 4 x 0.01 / 5 = 0.008 at most, rounded
+up to 0.01. (Read at the first and last scrapes' own times instead, /proc agreed with both
+presets to within 0.002 when this test was written, with 1 s scrapes over 10 s.)
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ import pytest
 
 from hotshard.observe.prometheus import PRESETS
 from tests.conftest import run_cli
-from tests.observe._prom import SCRAPE_S, free_port, need, prometheus, scrapes, stop
+from tests.observe._prom import free_port, need, prometheus, scrapes, stop
 
 pytestmark = pytest.mark.timing
 
-WINDOW_S = 10.0
+SCRAPE_S = 0.5
+WINDOW_S = 5.0
 TOLERANCE = 2 * SCRAPE_S / WINDOW_S + 0.01
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -149,7 +152,7 @@ def test_presets_node_and_process_match_proc(tmp_path):
             _started([sys.executable, str(script), str(burner_port)],
                      f"http://{burner_target}/metrics", "the burner",
                      tmp_path / "burner.log") as burner, \
-            prometheus(tmp_path / "prom", jobs) as prom:
+            prometheus(tmp_path / "prom", jobs, SCRAPE_S) as prom:
         started = time.time()
         for job in jobs:
             scrapes(prom, job, started, targets=1)
