@@ -86,7 +86,7 @@ def _pack_text(keys: Sequence[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64
         if any(k is None for k in keys):
             raise InputError("keys must not be null")
         try:
-            return _pack([(k if isinstance(k, str) else str(k)).encode() for k in keys])
+            return _pack([str(k).encode() for k in keys])
         except UnicodeEncodeError as exc:
             raise InputError(f"a key is not valid text: {exc.object!r} ({exc.reason})") from None
     import pyarrow as pa

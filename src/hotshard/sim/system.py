@@ -465,8 +465,7 @@ class _Run:
         per_key = mit.coalesce or self.lru is not None
         key_id = w["key_id"][order] if per_key else None
         replica = None if w["replica"] is None else w["replica"][order]
-        is_read = (w["is_read"][order]
-                   if per_key or replica is not None else None)
+        is_read = w["is_read"][order] if per_key or replica is not None else None
         local = None if w["local"] is None else w["local"][order]
         hits = None if w["che"] is None else w["che"][order]
         if self.lru is not None:   # every request that reaches the cache references its key

@@ -110,17 +110,16 @@ class CascadeArrivals:
         if rows.size == 0:
             return out
         bins = np.searchsorted(self._cum, rows, side="right") - 1
-        if rows.size > 1 and not (rows[1:] >= rows[:-1]).all():   # any order: bin by bin
-            for b in np.unique(bins):
-                mine = bins == b
-                made = self._bin_times(int(b))
-                out[mine] = made[rows[mine] - self._cum[b]]
-            return out
-        # rows in order (how a simulation asks, window after window): each bin one slice
-        edges = np.concatenate([[0], np.flatnonzero(bins[1:] != bins[:-1]) + 1, [rows.size]])
+        # each bin's rows as one run: in place when the rows come in order (as a simulation
+        # asks, window after window), else through a stable sort of their bins
+        order = None if (bins[1:] >= bins[:-1]).all() else np.argsort(bins, kind="stable")
+        ordered = bins if order is None else bins[order]
+        edges = np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1,
+                                [rows.size]])
         for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-            b = int(bins[lo])
-            out[lo:hi] = self._bin_times(b)[rows[lo:hi] - self._cum[b]]
+            b = int(ordered[lo])
+            mine = slice(lo, hi) if order is None else order[lo:hi]
+            out[mine] = self._bin_times(b)[rows[mine] - self._cum[b]]
         return out
 
     def seconds_for(self, events: int) -> float:
