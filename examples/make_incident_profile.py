@@ -60,6 +60,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.signal import lfilter
 
+from hotshard.profile.arrivals import ArrivalModel, measure_arrivals
 from hotshard.profile.count import count_profile
 from hotshard.profile.document import Profile
 
@@ -324,14 +325,15 @@ def _stamp(t: datetime) -> str:
 
 
 def build_profile(traffic: Traffic, *, times: np.ndarray, variant: str, seed: int,
-                  workdir: Path, timelines_rng: np.random.Generator | None = None) -> Profile:
+                  workdir: Path, timelines_rng: np.random.Generator | None = None,
+                  arrivals: ArrivalModel | None = None) -> Profile:
     """Profile the traffic's (channel_id, op, n) rows with ``count_profile``, then add what
     counts cannot carry: sizes, the rate and arrivals measured from ``times``, and (with
-    ``timelines_rng``, the event variant) the head channels' timelines."""
+    ``timelines_rng``, the event variant) the head channels' timelines. ``arrivals``, when
+    given, is ``measure_arrivals(times)`` already made (both variants share the hour's
+    arrivals: measured once, not per file)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from hotshard.profile.arrivals import measure_arrivals
 
     n_ops = len(OPERATIONS)
     counts = traffic.counts.ravel()
@@ -353,7 +355,8 @@ def build_profile(traffic: Traffic, *, times: np.ndarray, variant: str, seed: in
         "window": {"start": _stamp(WINDOW_START), "end": _stamp(end)},
     }
     profile = dataclasses.replace(profile, source=source, sizes={"quantiles": size_quantiles()},
-                                  rate=rate_record(times), arrivals=measure_arrivals(times))
+                                  rate=rate_record(times),
+                                  arrivals=arrivals or measure_arrivals(times))
     if timelines_rng is not None:
         event_id = int(traffic.channel_ids[EVENT_CHANNEL_RANK - 1])
         profile = dataclasses.replace(profile, timelines=event_timelines(
@@ -421,6 +424,7 @@ def make(out_dir: Path | str = DATA, seed: int = SEED) -> tuple[float, list[Made
     everyday = everyday_traffic(s, streams)
     event = event_traffic(everyday, streams["event"])
     times = arrival_times(streams["rate"])  # the same hour's arrivals for both
+    arrivals = measure_arrivals(times)
     made = []
     with tempfile.TemporaryDirectory(prefix="hotshard-incident-") as tmp:
         for traffic, name, variant in ((everyday, EVERYDAY_FILE, "everyday"),
@@ -428,7 +432,7 @@ def make(out_dir: Path | str = DATA, seed: int = SEED) -> tuple[float, list[Made
             profile = build_profile(traffic, times=times, variant=variant, seed=seed,
                                     workdir=Path(tmp),
                                     timelines_rng=streams["timelines"] if variant == "event"
-                                    else None)
+                                    else None, arrivals=arrivals)
             path = out / name
             profile.save(path)
             made.append(_made(path, profile, traffic, event=variant == "event"))

@@ -128,6 +128,15 @@ def test_loading_into_a_directory_with_messages_needs_append(tmp_path):
     assert r.returncode == 2 and "--load" in r.stderr
 
 
+def _bytes(path: Path) -> int:
+    """The file's size, 0 while it does not exist: SQLite deletes a WAL file when it
+    checkpoints and reopens it, so an exists() then stat() can race it."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def test_a_worker_killed_mid_load_keeps_none_of_the_load(tmp_path):
     """The staged load: rows already sent to the shards are rolled back when one shard dies
     part-way, so the directory holds exactly what it held before."""
@@ -140,7 +149,7 @@ def test_a_worker_killed_mid_load_keeps_none_of_the_load(tmp_path):
     try:
         wal = data / "shard-000.sqlite3-wal"
         deadline = time.monotonic() + 60
-        while not (wal.exists() and wal.stat().st_size > 2_000_000):  # rows are going in
+        while _bytes(wal) <= 2_000_000:  # rows are going in
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "the load never started writing"
             time.sleep(0.02)
@@ -170,7 +179,7 @@ def test_ctrl_c_during_a_load_says_nothing_was_kept_and_exits_130(tmp_path):
     try:
         wal = data / "shard-000.sqlite3-wal"
         deadline = time.monotonic() + 60
-        while not (wal.exists() and wal.stat().st_size > 8_000_000):  # rows are going in
+        while _bytes(wal) <= 8_000_000:  # rows are going in
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "the load never started writing"
             time.sleep(0.02)
