@@ -24,7 +24,8 @@ from hotshard.drive.schedule import Schedule
 from tests.drive._servers import reset, run_server, server_stats, shard_of
 
 pytestmark = pytest.mark.slow
-# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile).
+# timing: asserts rates, CPU shares or latencies of real processes; runs one at a time, the
+# rest at idle priority (Makefile).
 # Reproducibility (3.) asserts exact counts and keys only, so it runs in the parallel pass.
 timing = pytest.mark.timing
 

@@ -38,9 +38,10 @@ if importlib.util.find_spec("locust") is None:  # never import it here: it patch
     pytest.skip("locust is not installed (pip install hotshard[locust])",
                 allow_module_level=True)
 
-# timing: Locust's own clocks and rates on real processes; runs alone (Makefile). The two
-# tests of a run refused or failed as a whole (bad options; every request timing out) assert
-# exit codes and messages only, so they run in the parallel pass.
+# timing: Locust's own clocks and rates on real processes; runs one at a time, the rest at
+# idle priority (Makefile). The two tests of a run refused or failed as a whole (bad options;
+# every request timing out) assert exit codes and messages only, so they run in the parallel
+# pass.
 timing = pytest.mark.timing
 
 LOCUSTFILE = ROOT / "examples" / "locustfile.py"

@@ -14,7 +14,8 @@ import pytest
 from hotshard import observations
 from tests.conftest import run_cli_subprocess
 
-# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
+# timing: asserts rates, CPU shares or latencies of real processes; runs one at a time,
+# the rest at idle priority (Makefile)
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 

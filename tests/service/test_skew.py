@@ -37,7 +37,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.service._traffic import profile_keys, send_traffic, serve
 
-# timing: asserts rates, CPU shares or latencies of real processes; runs alone (Makefile)
+# timing: asserts rates, CPU shares or latencies of real processes; runs one at a time,
+# the rest at idle priority (Makefile)
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 PROFILE = Path(__file__).resolve().parents[2] / "examples" / "incident-event.profile.json"
