@@ -38,6 +38,27 @@ def test_kafka_murmur2_vectors():
                                                                479470107]
     # partition = (h & 0x7fffffff) % n: positive even for negative hashes (not abs)
     assert kafka.shard_of(["21"])[0] == (-973932308 & 0x7FFFFFFF) % 64
+    # the same vectors through the compiled kernel (a call of 64 keys or more takes it)
+    many = kafka.hashes(["21", "foobar", "abc"] * 22)
+    assert many[:3].tolist() == [-973932308, -790332482, 479470107]
+
+
+@pytest.mark.parametrize("kind", ["text", "bigint"])
+def test_kafka_murmur2_python_twin_is_the_kernel(kind):
+    """A few keys are hashed by Python (a gateway need not load numba), many by the
+    compiled kernel: both give the same hash for every length and tail (0-3 bytes left
+    after the 4-byte blocks), for non-ASCII text and for negative and extreme integers."""
+    from hotshard.shards.partitioners import _murmur2_small
+
+    rng = np.random.default_rng(5)
+    if kind == "text":
+        keys = ["".join(chr(c) for c in rng.integers(32, 0x2FF, n)) for n in
+                rng.integers(0, 40, 3000)] + ["", "a", "ab", "abc", "abcd"]
+    else:
+        keys = [str(k) for k in rng.integers(-2**63, 2**63 - 1, 3000, endpoint=True)] + [
+            str(-2**63), str(2**63 - 1), "0", "-1"]
+    data, offsets = encode_keys(keys, kind)
+    assert _murmur2_small(data, offsets).tolist() == H.kafka_murmur2(data, offsets).tolist()
 
 
 @pytest.mark.parametrize(("data", "token"), [
