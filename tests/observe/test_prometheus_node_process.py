@@ -50,8 +50,10 @@ WINDOW_S = 5.0
 TOLERANCE = 2 * SCRAPE_S / WINDOW_S + 0.01
 TICK = os.sysconf("SC_CLK_TCK")
 
-# One core spinning in the main thread; /metrics from a background thread with the process
-# collector's process_cpu_seconds_total (user + system CPU seconds of the process).
+# One core spinning in the main thread from GET /spin to GET /rest (the window and the scrape
+# after it, not Prometheus' start nor the observe commands after); /metrics from a
+# background thread with the process collector's process_cpu_seconds_total (user + system
+# CPU seconds of the process).
 BURNER = '''\
 import os
 import sys
@@ -59,8 +61,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
+spinning = threading.Event()
+
+
 class Metrics(BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path in ("/spin", "/rest"):
+            spinning.set() if self.path == "/spin" else spinning.clear()
+            self.send_response(204)
+            self.end_headers()
+            return
         if self.path != "/metrics":
             self.send_error(404)
             return
@@ -82,7 +92,9 @@ class Metrics(BaseHTTPRequestHandler):
 server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Metrics)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 while True:
-    pass
+    spinning.wait()
+    while spinning.is_set():
+        pass
 '''
 
 
@@ -154,8 +166,9 @@ def test_presets_node_and_process_match_proc(tmp_path):
                      tmp_path / "burner.log") as burner, \
             prometheus(tmp_path / "prom", jobs, SCRAPE_S) as prom:
         started = time.time()
-        for job in jobs:
+        for job in jobs:  # Prometheus' first scrapes come seconds after it is ready
             scrapes(prom, job, started, targets=1)
+        urllib.request.urlopen(f"http://{burner_target}/spin", timeout=5).close()
         t0 = time.time()
         busy0, total0 = _machine()
         cpu0 = _process_seconds(burner.pid)
@@ -165,6 +178,7 @@ def test_presets_node_and_process_match_proc(tmp_path):
         cpu1 = _process_seconds(burner.pid)
         for job in jobs:  # Prometheus holds the window's last scrapes
             scrapes(prom, job, t1, targets=1)
+        urllib.request.urlopen(f"http://{burner_target}/rest", timeout=5).close()
         node = _observe(prom, t0, t1, tmp_path / "node.json", "--preset", "node")
         process = _observe(prom, t0, t1, tmp_path / "process.json", "--preset", "process")
         # an arbitrary --requests PROMQL: node_exporter's own /metrics requests, one a scrape
