@@ -170,14 +170,13 @@ def _key_order(order: str, profile, sampler, shaped: bool) -> KeyOrder | None:
 
         return KeyOrder("locality", locality)
     if profile is not None and profile.timelines is not None:
-        from hotshard.workload.timeline_draws import timeline_positions, window_events
+        from hotshard.workload.timeline_draws import TimelineDraws, window_events
 
-        per_window = window_events(profile.timelines, profile.arrivals, profile.events)
+        draws = TimelineDraws(sampler, profile.timelines,
+                              window_events(profile.timelines, profile.arrivals, profile.events))
 
         def timed(times, duration, seed):
-            return timeline_positions(sampler, profile.timelines, per_window,
-                                      np.asarray(times) / duration,
-                                      np.random.default_rng(seed))
+            return draws.positions(np.asarray(times) / duration, np.random.default_rng(seed))
 
         return KeyOrder("irm+timelines", timed, windowed=True)
     return None
