@@ -181,8 +181,7 @@ class _Placement:
         self.cdf = np.cumsum(own / own.sum())
         self.guide = np.minimum(np.searchsorted(self.cdf, np.arange(4096) / 4096, side="right"),
                                 self.n - 1).astype(np.int64)
-        self.head = (partitioner.shard_of(list(head_ids)) if head_ids
-                     else np.zeros(0, dtype=np.int64)).astype(np.int64)
+        self.head = _head_shards(partitioner, head_ids)
 
     def shards(self, positions: NDArray[np.int64]) -> NDArray[np.int64]:
         """Each position's shard (positions >= 0): ``_hash_unit`` and a search of the
@@ -194,6 +193,27 @@ class _Placement:
 
     def of_ids(self, ids: list[str]) -> NDArray[np.int64]:
         return np.asarray(self.partitioner.shard_of(ids), dtype=np.int64)
+
+
+def _head_shards(partitioner, head_ids: tuple[str, ...]) -> NDArray[np.int64]:
+    """The real partitioner's shard of each head key, remembered for the last few
+    (partitioner, head) pairs: a calibration simulates ~1,000 short replicates of one
+    service, and serialising a profile's head keys again for each was a quarter of its time.
+    A partitioner holding arrays (a ring, a slot map) is not hashable: computed each time."""
+    try:
+        return _head_shards_cached(partitioner, head_ids)
+    except TypeError:
+        return _head_shards_of(partitioner, head_ids)
+
+
+def _head_shards_of(partitioner, head_ids: tuple[str, ...]) -> NDArray[np.int64]:
+    # shared by every run that asks, so never written to (not marked read-only: the compiled
+    # placement would be compiled again for read-only arrays)
+    return (partitioner.shard_of(list(head_ids)) if head_ids
+            else np.zeros(0, dtype=np.int64)).astype(np.int64)
+
+
+_head_shards_cached = functools.lru_cache(maxsize=8)(_head_shards_of)
 
 
 @functools.cache
