@@ -161,8 +161,10 @@ def test_locust_csv_of_a_real_headless_run(tmp_path):
     count, failed = int(total["Request Count"]), int(total["Failure Count"])
     assert obs["model"] == "closed" and obs["observe"]["locust"]["users_max"] == 5
     assert obs["errors"] == {"share": failed / count, "attempted": count, "failed": failed}
-    # 5 users at 20/s for ~4 s: ~400 requests, one in ten to /fail (binomial, 6 sd band)
-    assert 200 < count < 500
+    # 5 users at 20/s for ~4 s: ~400 requests at most (fewer when Locust waits for CPU: this
+    # test runs beside others, so the floor is a tenth), one in ten to /fail (binomial, a
+    # 6 sd band at whatever count it made)
+    assert 40 < count < 500
     assert abs(failed / count - 0.1) < 6 * (0.09 / count) ** 0.5
     assert obs["rate_rps"] == pytest.approx(float(total["Requests/s"]), abs=1e-3)
     assert obs["latency_ms"]["p50"] == float(total["50%"])
