@@ -110,7 +110,9 @@ lint: install-test
 # printed when both are done; the target fails if either pass fails. A test in the idle pass
 # may wait seconds for CPU while a timing test saturates both cores, so it must not depend on
 # promptness (generous timeouts where the timeout is not its subject); one that does is a
-# timing test.
+# timing test. A shell starts a background job with SIGINT ignored; the timing pass gets it
+# back (env --default-signal), so Ctrl-C stops both passes, each through its own teardown;
+# the recipe's shell outlives the signal (trap :) to wait for both and show what ran.
 # PYTHONDONTWRITEBYTECODE is emptied for pytest: with it set (as on some machines), every
 # run's 4 collecting processes re-rewrite the test modules' asserts and every `hotshard`
 # subprocess recompiles the package (~30 s of CPU a run here); the caches go to the
@@ -118,12 +120,13 @@ lint: install-test
 PYTEST = env PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
-	@timing_log=$$(mktemp); \
-	$(PYTEST) -q -p no:cacheprovider -m timing >"$$timing_log" 2>&1 & timing=$$!; \
+	@timing_log=$$(mktemp); trap 'rm -f "$$timing_log"' EXIT; trap : INT TERM; \
+	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing >"$$timing_log" 2>&1 & \
+	timing=$$!; \
 	chrt --idle 0 $(PYTEST) -q -n 4 -m "not timing"; rest=$$?; \
 	wait $$timing; timed=$$?; \
 	echo "--- the timing tests (run alongside, at normal priority) ---"; \
-	cat "$$timing_log"; rm -f "$$timing_log"; \
+	cat "$$timing_log"; \
 	test $$rest -eq 0 && test $$timed -eq 0
 
 bench: java wrk redis $(STAMP)-bench
