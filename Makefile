@@ -121,7 +121,8 @@ PYTEST = env PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
 	@timing_log=$$(mktemp); trap 'rm -f "$$timing_log"' EXIT; trap : INT TERM; \
-	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing >"$$timing_log" 2>&1 & \
+	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing \
+	  $$(grep -rl --include='test_*.py' 'pytest.mark.timing' tests) >"$$timing_log" 2>&1 & \
 	timing=$$!; \
 	chrt --idle 0 $(PYTEST) -q -n 4 -m "not timing"; rest=$$?; \
 	wait $$timing; timed=$$?; \

@@ -93,3 +93,18 @@ def web07_path(tmp_path_factory, web07_profile) -> Path:
     path = tmp_path_factory.mktemp("profiles") / "web07.json"
     web07_profile.save(path)
     return path
+
+
+# `make test` runs the timing tests in a pass of their own over only the files that hold them
+# (found by grepping for the marker, so that pass does not import every test module): a timing
+# test whose file does not spell the marker so would run in neither pass
+TIMING_MARKER_TEXT = "pytest.mark.timing"
+
+
+def pytest_collection_modifyitems(config, items):
+    unfound = sorted({str(item.path) for item in items if item.get_closest_marker("timing")
+                      and TIMING_MARKER_TEXT not in item.path.read_text()})
+    if unfound:
+        raise pytest.UsageError(f"{', '.join(unfound)}: mark timing tests with "
+                                f"`{TIMING_MARKER_TEXT}` spelled out (make test finds their "
+                                "files by that text)")
