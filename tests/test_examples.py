@@ -46,6 +46,7 @@ def default_run(script, tmp_path_factory):
     return out, {m.path.name: m for m in made}, printed
 
 
+@pytest.mark.slow
 def test_committed_files_are_what_the_script_makes(script, default_run):
     out, made, _ = default_run
     assert sorted(made) == sorted([script.EVERYDAY_FILE, script.EVENT_FILE])
@@ -111,6 +112,7 @@ def test_hotshard_inspect_loads_both(script, default_run):
         assert summary["sizes"]["0.5"] > 0
 
 
+@pytest.mark.slow
 def test_another_seed_other_bytes_same_shape(script, default_run, tmp_path):
     out, _, _ = default_run
     made, _ = _run(script, tmp_path, "--seed", "7")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
+
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.mark.slow
 def test_committed_observation_files_are_what_the_script_makes(tmp_path):
     spec = importlib.util.spec_from_file_location(
         "make_incident_observations", EXAMPLES / "make_incident_observations.py")

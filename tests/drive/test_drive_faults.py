@@ -244,6 +244,7 @@ def test_ctrl_c_of_a_healthy_run_writes_it_and_exits_130(tmp_path):
     assert "(interrupted)" in stdout.splitlines()[0] and "exit status 130" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", ["1", "2"])
 def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
     """A listener that never answers, stopped by SIGTERM after 4 s with the default 30 s

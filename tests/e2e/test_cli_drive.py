@@ -47,6 +47,7 @@ def test_drive_against_serve_writes_observations_with_the_hot_shard(svc, tmp_pat
     assert "#[StartTime:" in text and text.count("HISTFAAA") >= 2
 
 
+@pytest.mark.slow
 def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
     shards = []
     for processes in ("1", "2"):

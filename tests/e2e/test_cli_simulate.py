@@ -26,6 +26,7 @@ def incident():
             for name in ("incident-test", "incident-production", "incident-mitigated")}
 
 
+@pytest.mark.slow
 def test_the_load_test_looks_fine(incident):
     doc = incident["incident-test"]
     assert doc["format"] == "hotshard.observations/1" and doc["model"] == "open"
@@ -35,6 +36,7 @@ def test_the_load_test_looks_fine(incident):
     assert cpu[-1] - cpu[0] < 0.05  # every shard within a few points of the others
 
 
+@pytest.mark.slow
 def test_production_has_one_hot_shard_and_a_long_tail(incident):
     doc = incident["incident-production"]
     cpu = _cpu(doc)
@@ -45,6 +47,7 @@ def test_production_has_one_hot_shard_and_a_long_tail(incident):
     assert cpu[-2] < 0.7  # one hot shard, not a hot cluster
 
 
+@pytest.mark.slow
 def test_the_mitigations_bring_p99_under_100_ms(incident):
     doc = incident["incident-mitigated"]
     assert doc["latency_ms"]["p99"] < 100

@@ -114,6 +114,7 @@ def test_damaged_data_leaves_no_empty_databases_and_no_new_directory(tmp_path):
     assert list((tmp_path / "empty").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_loading_into_a_directory_with_messages_needs_append(tmp_path):
     data, before = loaded_dir(tmp_path, rows=5_000)
     more = write_messages(tmp_path / "more.parquet", 3_000, seed=2)
@@ -137,6 +138,7 @@ def _bytes(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_load_keeps_none_of_the_load(tmp_path):
     """The staged load: rows already sent to the shards are rolled back when one shard dies
     part-way, so the directory holds exactly what it held before."""
@@ -167,6 +169,7 @@ def test_a_worker_killed_mid_load_keeps_none_of_the_load(tmp_path):
     assert snapshot(data) == before
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_load_says_nothing_was_kept_and_exits_130(tmp_path):
     """Ctrl-C part-way through `--load --append`: the load is rolled back (as any failed
     load), and the command says so, with what the directory holds, and exits 130."""

@@ -47,6 +47,7 @@ def _nodeid_for_schemathesis(request: pytest.FixtureRequest) -> None:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=40, derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

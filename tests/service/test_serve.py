@@ -151,6 +151,7 @@ def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
     assert [m["body"] for m in fresh.json()["messages"]] == ["two", "one"]
 
 
+@pytest.mark.slow
 def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
     with serve(tmp_path / "data", "--shards", "4", "--split", "4", "--split-bucket", "0.02",
                "--hot-channels", "big,other") as svc:
@@ -238,6 +239,7 @@ def test_wrong_inputs_to_serve_are_one_line_errors(tmp_path):
     assert r.returncode == 2 and "--split" in r.stderr
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
     """Writes under load; kill -9 one shard's process; every 201 is readable after its
     restart, the killed shard answered 503 + Retry-After meanwhile, the others kept serving."""
@@ -296,6 +298,7 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
         assert len(acked) > 100
 
 
+@pytest.mark.slow
 def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path):
     """SIGSTOP one shard's worker: its channels' requests are answered 504, naming the shard,
     after --shard-timeout (not held for ever); the other shard keeps serving; SIGCONT and it

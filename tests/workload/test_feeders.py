@@ -220,6 +220,7 @@ def orm_run(tmp_path_factory):
     return orm, plan, verify_file(orm, str(parquet))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt, name", [("csv-feeder", "keys.csv"), ("k6", "keys.json")])
 def test_a_feeder_file_verifies_like_the_parquet_file(tmp_path, orm_run, fmt, name):
     orm, plan, by_parquet = orm_run
