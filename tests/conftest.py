@@ -102,11 +102,6 @@ TIMING_MARKER_TEXT = "pytest.mark.timing"
 
 
 def pytest_collection_modifyitems(config, items):
-    # modules with a slow test first (in their own order): under xdist the long tests then
-    # start while many short ones are left to balance the workers' ends, instead of one long
-    # test running alone at the end of the pass
-    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_modules)
     unfound = sorted({str(item.path) for item in items if item.get_closest_marker("timing")
                       and TIMING_MARKER_TEXT not in item.path.read_text()})
     if unfound:
