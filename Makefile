@@ -110,9 +110,16 @@ lint: install-test
 # printed when both are done; the target fails if either pass fails. A test in the idle pass
 # may wait seconds for CPU while a timing test saturates both cores, so it must not depend on
 # promptness (generous timeouts where the timeout is not its subject); one that does is a
-# timing test. A shell starts a background job with SIGINT ignored; the timing pass gets it
-# back (env --default-signal), so Ctrl-C stops both passes, each through its own teardown;
-# the recipe's shell outlives the signal (trap :) to wait for both and show what ran.
+# timing test. The timing pass is given only the files that hold timing tests (grepped for
+# `pytest.mark.timing`, which tests/conftest.py makes every timing test's file spell out), so
+# it does not import the other hundred test modules. A shell starts a background job with
+# SIGINT ignored; the timing pass gets it back (env --default-signal), so Ctrl-C stops both
+# passes, each through its own teardown; the recipe's shell outlives the signal (trap :) to
+# wait for both and show what ran.
+# Before both passes, the numba kernels are compiled once (tests/_warm_kernels.py, in two
+# halves side by side): on a fresh checkout, without it, the four test processes, the timing
+# pass and the commands they start each compile the same kernels at once (~35 s of CPU for
+# one process) until one has written the cache; with warm caches it takes ~2 s.
 # PYTHONDONTWRITEBYTECODE is emptied for pytest: with it set (as on some machines), every
 # run's 4 collecting processes re-rewrite the test modules' asserts and every `hotshard`
 # subprocess recompiles the package (~30 s of CPU a run here); the caches go to the
@@ -120,6 +127,9 @@ lint: install-test
 PYTEST = env PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
+	@env --default-signal=INT PYTHONDONTWRITEBYTECODE= $(BIN)/python -m tests._warm_kernels data & data=$$!; \
+	env --default-signal=INT PYTHONDONTWRITEBYTECODE= $(BIN)/python -m tests._warm_kernels sim & sim=$$!; \
+	wait $$data && wait $$sim
 	@timing_log=$$(mktemp); trap 'rm -f "$$timing_log"' EXIT; trap : INT TERM; \
 	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing \
 	  $$(grep -rl --include='test_*.py' 'pytest.mark.timing' tests) >"$$timing_log" 2>&1 & \

@@ -1,0 +1,77 @@
+"""Compile hotshard's numba kernels once, before `make test` starts its parallel passes.
+
+Every kernel is cached (``cache=True``) beside its module, but a fresh checkout has no cache,
+and the four test processes, the timing pass and the commands they start would each compile
+the same kernels at once (a simulation alone compiles for ~7 s of CPU) until one of them had
+written the cache. This runs the paths the tests take through every compiled module (profile
+with locality and arrivals, generate in locality order, predict with every partitioner,
+simulate with a cache and with the mitigations, the numba fit), so that the passes load the
+kernels instead. On a checkout whose caches are warm it takes about two seconds.
+
+    python -m tests._warm_kernels [data|sim]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT.parent / "shared" / "data" / "traces" / "web07.parquet"
+EVENT_PROFILE = ROOT / "examples" / "incident-event.profile.json"
+
+
+def _cli(*args: str) -> None:
+    from hotshard.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(args))
+    if code:
+        raise SystemExit(f"warming the kernels: `hotshard {' '.join(args)}` exited {code}")
+
+
+def _fit() -> None:
+    import numpy as np
+
+    from hotshard.profile.fit import fit_power_law
+
+    counts = np.random.default_rng(0).zipf(2.0, 20_000)
+    fit_power_law(counts, engine="numba", bootstrap=2, seed=0, workers=1)
+
+
+def warm_data(tmp: Path) -> None:
+    """Profiling, the fit, generating, every partitioner's hash kernels."""
+    from hotshard.shards import PARTITIONERS
+
+    profile = str(tmp / "web07.json")
+    _cli("profile", str(TRACE), "--key", "key", "-o", profile)
+    _fit()
+    _cli("generate", profile, "--events", "2e4", "--order", "locality", "-o",
+         str(tmp / "g.parquet"))
+    _cli("generate", str(EVENT_PROFILE), "--events", "2e4", "-o", str(tmp / "e.parquet"))
+    for name in PARTITIONERS:
+        if name != "map":  # a map partitioner is read from a file: no kernel of its own
+            _cli("predict", profile, "-p", name, "-n", "4")
+
+
+def warm_sim(tmp: Path) -> None:
+    """The simulator: the scenarios (profile arrivals, events, mitigations) and a cache."""
+    for scenario in ("incident-test", "incident-production", "incident-mitigated"):
+        _cli("simulate", "--scenario", scenario, "--duration", "10s")
+    _cli("simulate", "--dist", "zipf:1.1:1e4", "--rps", "500", "--duration", "10s",
+         "--cache-size", "100")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``data``, ``sim`` or both (no argument): two halves that can run side by side."""
+    parts = (argv if argv is not None else sys.argv[1:]) or ["data", "sim"]
+    with tempfile.TemporaryDirectory(prefix="hotshard-warm-") as tmp:
+        for part in parts:
+            {"data": warm_data, "sim": warm_sim}[part](Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
