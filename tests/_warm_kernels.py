@@ -29,6 +29,8 @@ def _cli(*args: str) -> None:
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = main(list(args))
+    if code == 130:  # Ctrl-C: the command said nothing was kept; stop as it did
+        raise SystemExit(130)
     if code:
         raise SystemExit(f"warming the kernels: `hotshard {' '.join(args)}` exited {code}")
 
