@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from hdrh.histogram import HdrHistogram
 
 __all__ = ["HIGHEST_US", "Recorder", "percentiles_ms"]
@@ -48,8 +49,25 @@ def percentiles_ms(hist: HdrHistogram) -> dict[str, float] | None:
         else:
             value = hist.get_value_at_percentile(q)
         out[name] = round(value / 1000.0, 3)
-    out["mean"] = round(min(max(hist.get_mean_value() / 1000.0, out["min"]), out["max"]), 3)
+    out["mean"] = round(min(max(mean_value(hist) / 1000.0, out["min"]), out["max"]), 3)
     return out
+
+
+def mean_value(hist: HdrHistogram) -> float:
+    """``hist.get_mean_value()`` to the bit, visiting only the buckets that hold counts.
+
+    The library's own walks every bucket index up to the largest value, in Python: ~50 ms a
+    histogram, a second of CPU at the end of every drive for its dozen histograms.
+    """
+    if not hist.total_count:
+        return 0.0
+    used = min(hist.counts_len, hist.encoder.payload.counts_len)
+    counts = np.ctypeslib.as_array(hist.counts)[:used]
+    total = 0
+    for index in np.flatnonzero(counts).tolist():
+        value = hist.get_highest_equivalent_value(hist.get_value_from_index(index))
+        total += int(counts[index]) * hist._hdr_median_equiv_value(value)
+    return float(total) / hist.total_count
 
 
 @dataclass
