@@ -3,10 +3,12 @@
 Every kernel is cached (``cache=True``) beside its module, but a fresh checkout has no cache,
 and the four test processes, the timing pass and the commands they start would each compile
 the same kernels at once (a simulation alone compiles for ~7 s of CPU) until one of them had
-written the cache. This runs the paths the tests take through every compiled module (profile
+written the cache. This runs the paths most tests take through the compiled modules (profile
 with locality and arrivals, generate in locality order, predict with every partitioner,
-simulate with a cache and with the mitigations, the numba fit), so that the passes load the
-kernels instead. On a checkout whose caches are warm it takes about two seconds.
+simulate the scenarios and with a cache, the numba fit), so that the passes load those
+kernels instead; the few it does not reach (the SHARDS pass of big traces, murmur3 of text
+keys, the simulator's LRU, the Hurwitz zeta) are compiled by the first test that needs them,
+as before. On a checkout whose caches are warm it takes about two seconds.
 
     python -m tests._warm_kernels [data|sim]
 """

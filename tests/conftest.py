@@ -102,8 +102,9 @@ TIMING_MARKER_TEXT = "pytest.mark.timing"
 
 
 def pytest_collection_modifyitems(config, items):
-    unfound = sorted({str(item.path) for item in items if item.get_closest_marker("timing")
-                      and TIMING_MARKER_TEXT not in item.path.read_text()})
+    timing_files = {item.path for item in items if item.get_closest_marker("timing")}
+    unfound = sorted(str(path) for path in timing_files
+                     if TIMING_MARKER_TEXT not in path.read_text())
     if unfound:
         raise pytest.UsageError(f"{', '.join(unfound)}: mark timing tests with "
                                 f"`{TIMING_MARKER_TEXT}` spelled out (make test finds their "

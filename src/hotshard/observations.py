@@ -70,20 +70,18 @@ def _settle(obj: Any, spec: Mapping[str, Callable[[Any, str], Any]], where: str)
         object.__setattr__(obj, name, value)
 
 
-def _checked_instance(cls: type, values: Mapping[str, Any], extra: dict[str, Any]) -> Any:
+def _checked_instance(cls: type, values: Mapping[str, Any]) -> Any:
     """An instance of the frozen dataclass ``cls`` from fields ``from_dict`` has just checked
     (with the document's own path in its errors), without ``__post_init__`` checking each one
-    again: that second pass was half the cost of loading a document of many shards."""
+    again: that second pass was half the cost of loading a document of many shards. A field
+    not in ``values`` takes its default."""
     obj = object.__new__(cls)
     for f in fields(cls):
         if f.name in values:
             value = values[f.name]
-        elif f.default is not MISSING:
-            value = f.default
         else:
-            value = f.default_factory() if f.default_factory is not MISSING else None
+            value = f.default if f.default is not MISSING else f.default_factory()
         object.__setattr__(obj, f.name, value)
-    object.__setattr__(obj, "extra", extra)
     return obj
 
 
@@ -266,7 +264,7 @@ class ShardObservation:
             raise _F.fail(f"{where}.id", 'is missing: every shard needs an id, e.g. "0"')
         values = _checked(known, _SHARD_SPEC, where)
         _check_shard(values, where)
-        return _checked_instance(cls, values, _F.json_object(extra, where))
+        return _checked_instance(cls, {**values, "extra": _F.json_object(extra, where)})
 
     def to_dict(self) -> dict[str, Any]:
         """Measured fields in a stable order (id, node, cpu, requests, ...), then ``extra``."""

@@ -24,9 +24,9 @@ the 3 asked are 4 sd below), the cache 13-15, replicas 18-19, the split 9.5-12. 
 the earlier length, replay other requests and measured 3.5-4.7 points for coalescing: a
 longer phase is no safer here, only slower.) Since the traffic is sent by the driver's own
 client (not httpx, which spent ~3 ms of CPU a request beside the service), 7 runs (4 of them
-over a 50,000-message history, no different beyond the noise): baseline
-0.435-0.443, hottest/median 2.31-2.45, coalescing 3.7-5.5 points off (mean 4.6: the 3 asked
-stay below every run), the cache 14, replicas 18-19, the split 10-12.
+over a 50,000-message history, no different beyond the noise): baseline 0.435-0.443,
+hottest/median 2.31-2.45, coalescing 3.7-5.5 points off (mean 4.6: the 3 asked stay below
+every run), the cache 14, replicas 18-19, the split 10-12.
 """
 
 from __future__ import annotations

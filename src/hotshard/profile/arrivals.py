@@ -52,22 +52,25 @@ def idc(times: NDArray[np.float64], width: float, start: float, end: float) -> f
     if n_windows < 10:
         return None
     inside = times[times < start + n_windows * width]
-    counts = np.bincount(((inside - start) // width).astype(np.int64), minlength=n_windows)
-    mean = counts.mean()
-    return float(counts.var() / mean) if mean > 0 else None
+    return _dispersion((inside - start) // width, n_windows)
 
 
 def _idc_of_sorted(t: NDArray[np.float64], rel: NDArray[np.float64], width: float
                    ) -> float | None:
-    """``idc`` of sorted times ``t`` (``rel``: ``t - t[0]``), the same windows and counts to
-    the bit, but the times inside are a prefix found by a binary search instead of a mask and
-    a copy (a profile's arrivals hold every request's time)."""
+    """``idc`` of sorted times ``t`` over their span (``rel``: ``t - t[0]``), the same windows
+    and counts to the bit, but the times inside are a prefix found by a binary search instead
+    of a mask and a copy (a profile's arrivals hold every request's time)."""
     start = float(t[0])
     n_windows = int((float(t[-1]) - start) // width)
     if n_windows < 10:
         return None
     inside = rel[:int(np.searchsorted(t, start + n_windows * width, side="left"))]
-    counts = np.bincount((inside // width).astype(np.int64), minlength=n_windows)
+    return _dispersion(inside // width, n_windows)
+
+
+def _dispersion(window: NDArray[np.float64], n_windows: int) -> float | None:
+    """Var/Mean of the counts of ``n_windows`` windows, from each time's window index."""
+    counts = np.bincount(window.astype(np.int64), minlength=n_windows)
     mean = counts.mean()
     return float(counts.var() / mean) if mean > 0 else None
 

@@ -8,7 +8,6 @@ LongSerializer; UTF-16LE for Elasticsearch routing; BSON-typed bytes for MongoDB
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -172,19 +171,27 @@ def key_ints(keys: Sequence[str]) -> NDArray[np.int64]:
     or anything Arrow refuses (spaces, underscores, nulls, a value beyond 64 bits), go through
     ``int()`` itself, which reads what it accepts and names the key it cannot.
     """
-    if len(keys) >= _ARROW_MIN_KEYS:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            try:
-                text = pa.array(keys, type=pa.string())
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                text = pa.array(keys, type=pa.int64()).cast(pa.string())  # Python ints
-            if not text.null_count:
-                return np.asarray(pc.cast(text, pa.int64()).to_numpy(zero_copy_only=False),
-                                  dtype=np.int64)
+    ints = _arrow_ints(keys) if len(keys) >= _ARROW_MIN_KEYS else None
+    if ints is not None:
+        return ints
     return np.array([_as_int(str(k)) for k in keys], dtype=np.int64)
+
+
+def _arrow_ints(keys: Sequence[str]) -> NDArray[np.int64] | None:
+    """The keys (text, or integers already) as int64 by Arrow; None where Arrow cannot."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        try:
+            arr = pc.cast(pa.array(keys, type=pa.string()), pa.int64())
+        except pa.ArrowTypeError:  # not text: Python or numpy integers
+            arr = pa.array(keys, type=pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if arr.null_count:
+        return None
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 _BSON_INT = np.dtype([("size", "<i4"), ("type", "<i4"), ("value", "<i8")])

@@ -271,9 +271,9 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
 
 
 def _temp_table(con, name: str, columns: dict) -> None:
-    """A temporary table ``name`` holding ``columns`` (equal-length sequences), made from an
-    Arrow table in one statement: ``executemany`` of INSERTs runs one statement a row, ~0.3 s
-    for a few thousand keys."""
+    """A temporary table ``name`` holding ``columns`` (equal-length; a numpy array becomes a
+    BIGINT column, anything else VARCHAR), made from an Arrow table in one statement:
+    ``executemany`` of INSERTs runs one statement a row, ~0.3 s for a few thousand keys."""
     import pyarrow as pa
 
     types = {k: pa.int64() if isinstance(v, np.ndarray) else pa.string()
