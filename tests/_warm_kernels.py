@@ -29,12 +29,15 @@ EVENT_PROFILE = ROOT / "examples" / "incident-event.profile.json"
 def _cli(*args: str) -> None:
     from hotshard.cli import main
 
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(list(args))
     if code == 130:  # Ctrl-C: the command said nothing was kept; stop as it did
         raise SystemExit(130)
     if code:
-        raise SystemExit(f"warming the kernels: `hotshard {' '.join(args)}` exited {code}")
+        said = (err.getvalue().strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise SystemExit(f"warming the kernels: `hotshard {' '.join(args)}` exited {code}: "
+                         f"{said}")
 
 
 def _fit() -> None:
