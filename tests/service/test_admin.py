@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from hotshard.errors import InputError
@@ -19,7 +18,7 @@ from hotshard.service.admin import (
     new_admin_token,
     service_names,
 )
-from tests.service._traffic import ROOT, _read_line, serve, wait_healthy
+from tests.service._traffic import ROOT, _read_line, http_post, serve, wait_healthy
 
 TOKEN = "t" * 24
 GUARD = AdminGuard(TOKEN, service_names("127.0.0.1", 8080))
@@ -143,8 +142,8 @@ def test_serve_generates_and_prints_a_token_when_none_is_given(tmp_path):
             if line.startswith("admin token: "):
                 token = line.split()[2]
         assert len(token) >= 32
-        r = httpx.post(url + "/admin/mitigations", json={"coalesce": True},
-                       headers={"authorization": f"Bearer {token}"})
+        r = http_post(url + "/admin/mitigations", json={"coalesce": True},
+                      headers={"authorization": f"Bearer {token}"})
         assert r.status_code == 200
     finally:
         proc.send_signal(signal.SIGINT)

@@ -32,7 +32,7 @@ from hotshard.service.supervisor import (
     ShardUnavailable,
     WorkerInfo,
 )
-from tests.service._traffic import asgi_server
+from tests.service._traffic import asgi_server, http_get, http_post
 
 TOKEN = "t" * 24
 CHANNELS = ["room", "4711", "a.b:c-d", "z"]
@@ -294,15 +294,15 @@ def test_admin_accepts_the_address_a_dual_stack_connection_arrived_on(tmp_path):
 
     with asgi_server(recording, sock):
         headers = {"authorization": f"Bearer {TOKEN}"}
-        r = httpx.get(f"http://127.0.0.1:{port}/admin/mitigations", headers=headers,
-                      timeout=10)
+        r = http_get(f"http://127.0.0.1:{port}/admin/mitigations", headers=headers,
+                     timeout=10)
         assert r.status_code == 200, r.text
-        r = httpx.post(f"http://127.0.0.1:{port}/admin/mitigations", timeout=10,
-                       json={"coalesce": True},
-                       headers={**headers, "origin": f"http://127.0.0.1:{port}"})
+        r = http_post(f"http://127.0.0.1:{port}/admin/mitigations", timeout=10,
+                      json={"coalesce": True},
+                      headers={**headers, "origin": f"http://127.0.0.1:{port}"})
         assert r.status_code == 200 and r.json()["coalesce"] is True, r.text
-        r = httpx.get(f"http://127.0.0.1:{port}/admin/mitigations", timeout=10,
-                      headers={**headers, "host": f"rebound.example:{port}"})
+        r = http_get(f"http://127.0.0.1:{port}/admin/mitigations", timeout=10,
+                     headers={**headers, "host": f"rebound.example:{port}"})
         assert r.status_code == 403
     assert seen[0][0] == "::ffff:127.0.0.1"  # the real scope, as the guard gets it
     assert local_authority(seen[0]) == (f"127.0.0.1:{port}",)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import run_cli
-from tests.service._traffic import all_pages, serve, wait_healthy
+from tests.service._traffic import PLAIN_HTTP, all_pages, serve, wait_healthy
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +254,7 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
         lock = threading.Lock()
 
         def writer(offset: int) -> None:
-            with httpx.Client(base_url=svc.url, timeout=30) as client:
+            with httpx.Client(base_url=svc.url, timeout=30, verify=PLAIN_HTTP) as client:
                 i = offset
                 while not stop.is_set():
                     channel = channels[i % len(channels)]
