@@ -49,13 +49,23 @@ def _fit() -> None:
     fit_power_law(counts, engine="numba", bootstrap=2, seed=0, workers=1)
 
 
+def _arrivals() -> None:
+    import numpy as np
+
+    from hotshard.profile._arrival_kernels import window_counts
+
+    window_counts(np.arange(4.0), 1.0, 4)  # what measure_arrivals calls on a big trace
+
+
 def warm_data(tmp: Path) -> None:
-    """Profiling, the fit, generating, every partitioner's hash kernels."""
+    """Profiling, the fit, the arrival summary, generating, every partitioner's hash
+    kernels."""
     from hotshard.shards import PARTITIONERS
 
     profile = str(tmp / "web07.json")
     _cli("profile", str(TRACE), "--key", "key", "-o", profile)
     _fit()
+    _arrivals()
     _cli("generate", profile, "--events", "2e4", "--order", "locality", "-o",
          str(tmp / "g.parquet"))
     _cli("generate", str(EVENT_PROFILE), "--events", "2e4", "-o", str(tmp / "e.parquet"))
