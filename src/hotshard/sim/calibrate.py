@@ -251,13 +251,22 @@ def _without_queueing(cal: Calibration, x50: float, x99: float) -> Calibration:
     simulated p99 plus D is then increasing in sigma (more spread, longer tail and queue).
     Bisection on sigma finds the one whose simulated run has the measured p50 and p99 (the
     same random numbers at every step, so the curve is smooth)."""
+    from hotshard.sim.scenarios import prepare
+    from hotshard.sim.service_times import parse_service
+
     copies = _replicates(cal.rps, cal.duration_s, FIT_REQUESTS)
+    # every step simulates the same keys, arrivals and placement: read the profile and build
+    # its sampler once (~80 ms a step), and give each step its own service time only
+    base = prepare(cal.options())
 
     def run_with(sigma: float) -> tuple[Calibration, float]:
         median = cal.service_mean_ms * math.exp(-sigma * sigma / 2)
         trial = replace(cal, service_p99_ms=median * math.exp(_Z99 * sigma), extra_ms=0.0)
-        sim = _simulate(trial, trial.options(), seed=_REFINE_SEED, label="fit",
-                        replicates=copies)
+        options = trial.options()
+        ready = replace(base, model=replace(base.model,
+                                            service=parse_service(options["service"])))
+        sim = _simulate(trial, options, seed=_REFINE_SEED, label="fit", replicates=copies,
+                        ready=ready)
         lat = sim.latency_ms
         if lat is None or lat.p50 is None or lat.p99 is None:
             return trial, 0.0
@@ -288,7 +297,7 @@ def _replicates(rps: float, duration: float, requests: int) -> int:
 
 
 def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
-              replicates: int = 1) -> Observations:
+              replicates: int = 1, ready=None) -> Observations:
     """``replicates`` runs of the options' length (seeds ``seed``, ``seed`` + 1, ...), each
     from an empty system, pooled: latency histograms merged per shard and overall, CPU and
     requests averaged (a run's own scale); then the fixed delay added."""
@@ -297,7 +306,8 @@ def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
     from hotshard.sim.scenarios import prepare
     from hotshard.sim.system import simulate
 
-    ready = prepare(options)
+    if ready is None:  # else ``prepare(options)`` made already (the fit's steps share one)
+        ready = prepare(options)
     runs = [simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
                      model=ready.model, mitigations=ready.mitigations,
                      read_share=cal.read_share, rng=seed + k, label=label,
