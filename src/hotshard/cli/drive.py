@@ -224,7 +224,9 @@ class _Live:
         if rec is None:
             self._live.update(f"running {t:.0f} s (several processes: totals at the end)")
             return
-        p99 = rec.latency.get_value_at_percentile(99) / 1000 if rec.latency.get_total_count() \
+        from hotshard.drive.record import value_at_percentile
+
+        p99 = value_at_percentile(rec.latency, 99) / 1000 if rec.latency.get_total_count() \
             else 0.0
         errors = sum(rec.errors.values())
         self._live.update(f"{t:6.1f} s  sent {state['sent']:,} ({state['sent'] / t:,.0f}/s)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotshard._format import pct
-from hotshard.drive.record import percentiles_ms
+from hotshard.drive.record import percentiles_ms, value_at_percentile
 from hotshard.drive.run import DriveResult
 from hotshard.observations import Latency, Observations, ShardObservation
 
@@ -60,7 +60,7 @@ def driver_warnings(result: DriveResult) -> list[str]:
                 out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled "
                            f"requests and finished sending {max(0.0, behind):.2f} s late: its "
                            "achieved rate was below target (add --processes or lower --rps)")
-        lag_p99 = rec.lag.get_value_at_percentile(99) / 1000.0 if rec.lag.get_total_count() \
+        lag_p99 = value_at_percentile(rec.lag, 99) / 1000.0 if rec.lag.get_total_count() \
             else 0.0
         if lag_p99 > LAG_WARN_MS:
             out.append(f"dispatch lag p99 {lag_p99:.1f} ms (> {LAG_WARN_MS:g} ms): the driver "

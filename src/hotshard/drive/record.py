@@ -41,33 +41,101 @@ def percentiles_ms(hist: HdrHistogram) -> dict[str, float] | None:
     if hist.get_total_count() == 0:
         return None
     out = {}
-    for name, q in PERCENTILES.items():
+    quantiles = {name: q for name, q in PERCENTILES.items() if q is not None}
+    at = dict(zip(quantiles, values_at_percentiles(hist, list(quantiles.values())),
+                  strict=True))
+    for name in PERCENTILES:
         if name == "min":
             value = hist.get_min_value()
         elif name == "max":
             value = hist.get_max_value()
         else:
-            value = hist.get_value_at_percentile(q)
+            value = at[name]
         out[name] = round(value / 1000.0, 3)
     out["mean"] = round(min(max(mean_value(hist) / 1000.0, out["min"]), out["max"]), 3)
     return out
 
 
+def _counts(hist: HdrHistogram) -> np.ndarray:
+    """The histogram's bucket counts, as numpy sees its ctypes array (no copy)."""
+    used = min(hist.counts_len, hist.encoder.payload.counts_len)
+    return np.ctypeslib.as_array(hist.counts)[:used]
+
+
+def values_at_percentiles(hist: HdrHistogram, percentiles: list[float]) -> list[int]:
+    """``[hist.get_value_at_percentile(q) for q in percentiles]`` to the bit, from one
+    cumulative sum of the counts.
+
+    The library's own walks the bucket indices from zero up to each percentile's, in Python:
+    ~2.5 ms a percentile near the top of a histogram of seconds, for every shard of every
+    drive's summary.
+    """
+    cumulative = np.cumsum(_counts(hist), dtype=np.int64)
+    out = []
+    for q in percentiles:
+        index = int(np.searchsorted(cumulative, hist.get_target_count_at_percentile(q)))
+        if index >= cumulative.size:  # never reached: the library's loop ends with 0
+            out.append(0)
+            continue
+        value = hist.get_value_from_index(index)
+        out.append(hist.get_highest_equivalent_value(value) if q
+                   else hist.get_lowest_equivalent_value(value))
+    return out
+
+
+def value_at_percentile(hist: HdrHistogram, percentile: float) -> int:
+    """``hist.get_value_at_percentile(percentile)`` to the bit (see ``values_at_percentiles``)."""
+    return values_at_percentiles(hist, [percentile])[0]
+
+
 def mean_value(hist: HdrHistogram) -> float:
-    """``hist.get_mean_value()`` to the bit, visiting only the buckets that hold counts.
+    """``hist.get_mean_value()`` to the bit: each bucket holding counts at the middle of its
+    range, summed exactly.
 
     The library's own walks every bucket index up to the largest value, in Python: ~50 ms a
     histogram, a second of CPU at the end of every drive for its dozen histograms.
     """
     if not hist.total_count:
         return 0.0
-    used = min(hist.counts_len, hist.encoder.payload.counts_len)
-    counts = np.ctypeslib.as_array(hist.counts)[:used]
-    total = 0
-    for index in np.flatnonzero(counts).tolist():
-        value = hist.get_highest_equivalent_value(hist.get_value_from_index(index))
-        total += int(counts[index]) * hist._hdr_median_equiv_value(value)
+    counts = _counts(hist)
+    index = np.flatnonzero(counts)
+    middles = _median_equivalents(hist, _highest_equivalents(hist, _values_of(hist, index)))
+    # Python integers, as the library sums: counts x values can pass 2^63
+    total = sum(map(int.__mul__, counts[index].tolist(), middles.tolist()))
     return float(total) / hist.total_count
+
+
+# The library's bucket arithmetic (get_value_from_index, get_highest_equivalent_value,
+# _hdr_median_equiv_value), on arrays: values below 2^53, so every step is exact in int64 and
+# a bit length is frexp's exponent.
+
+def _values_of(hist: HdrHistogram, index: np.ndarray) -> np.ndarray:
+    bucket = (index >> hist.sub_bucket_half_count_magnitude) - 1
+    sub = (index & (hist.sub_bucket_half_count - 1)) + hist.sub_bucket_half_count
+    first = bucket < 0
+    sub = np.where(first, sub - hist.sub_bucket_half_count, sub)
+    bucket = np.where(first, 0, bucket)
+    return sub << (bucket + hist.unit_magnitude)
+
+
+def _lowest_and_range(hist: HdrHistogram, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest equivalent value, size of the equivalent range) of each value."""
+    bit_length = np.frexp((values | hist.sub_bucket_mask).astype(np.float64))[1]
+    bucket = bit_length - hist.unit_magnitude - (hist.sub_bucket_half_count_magnitude + 1)
+    sub = values >> (bucket + hist.unit_magnitude)
+    lowest = sub << (bucket + hist.unit_magnitude)
+    bucket = bucket + (sub >= hist.sub_bucket_count)
+    return lowest, np.left_shift(1, hist.unit_magnitude + bucket, dtype=np.int64)
+
+
+def _highest_equivalents(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
+    lowest, size = _lowest_and_range(hist, values)
+    return lowest + size - 1
+
+
+def _median_equivalents(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
+    lowest, size = _lowest_and_range(hist, values)
+    return lowest + (size >> 1)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hotshard.drive.keys import KeySource, load_keys
-from hotshard.drive.record import Recorder
+from hotshard.drive.record import Recorder, value_at_percentile
 from hotshard.drive.schedule import BLOCK, Schedule
 from hotshard.drive.transport import HttpTarget, TransportError
 from hotshard.errors import HotshardError, InputError
@@ -315,7 +315,7 @@ def stop_grace(recorder: Recorder, timeout: float) -> float:
     times the successes' p99 so far, at least STOP_GRACE_MIN_S, at most the request timeout.
     What is still out after it counts as unfinished, a failure: a frozen shard's requests,
     outstanding for seconds when the user presses Ctrl-C, must not vanish from the run."""
-    p99 = (recorder.latency.get_value_at_percentile(99) / 1e6
+    p99 = (value_at_percentile(recorder.latency, 99) / 1e6
            if recorder.latency.get_total_count() else 0.0)
     return min(timeout, max(STOP_GRACE_MIN_S, 3.0 * p99))
 
