@@ -6,9 +6,8 @@ the same kernels at once (a simulation alone compiles for ~7 s of CPU) until one
 written the cache. This runs the paths most tests take through the compiled modules (profile
 with locality and arrivals, generate in locality order, predict with every partitioner,
 simulate the scenarios and with a cache, the numba fit), so that the passes load those
-kernels instead; the few it does not reach (the SHARDS pass of big traces, murmur3 of text
-keys, the simulator's LRU, the Hurwitz zeta) are compiled by the first test that needs them,
-as before. On a checkout whose caches are warm it takes about two seconds.
+kernels instead, and calls the kernels those commands do not reach directly. On a checkout
+whose caches are warm it takes about two seconds.
 
     python -m tests._warm_kernels [data|sim]
 """
@@ -57,6 +56,49 @@ def _arrivals() -> None:
     window_counts(np.arange(4.0), 1.0, 4)  # what measure_arrivals calls on a big trace
 
 
+def _direct() -> None:
+    """Kernels (and argument types) the commands above do not reach but the tests do, found
+    by comparing the signatures cached after this warm-up with those after a whole run on a
+    fresh clone: the locality pass over integer keys, exact and sampled (SHARDS); the fit's
+    zeta and alpha called one at a time; jump over 64-bit hashes; YCSB's hashed ranks; the
+    simulator's exact LRU; the hash kernels on read-only bytes (what encode_keys returns)."""
+    import numpy as np
+
+    from hotshard.profile import _kernels as fit_kernels
+    from hotshard.profile._locality_kernels import stack_pass
+    from hotshard.profile.locality import (
+        BINS_PER_OCTAVE,
+        N_BINS,
+        bin_lows,
+        class_of,
+        measure_locality,
+    )
+    from hotshard.shards import _hashes
+    from hotshard.shards.partitioners import encode_keys
+    from hotshard.sim._lru import lru_kernel
+    from hotshard.workload._kernels import fnv1_64_of_longs
+
+    keys = np.arange(5000, dtype=np.int64) % 300
+    measure_locality(keys)
+    key_class = class_of(np.bincount(keys))  # the stack pass as its unit tests call it
+    stack_pass(keys, 300, key_class, int(key_class.max()) + 1, N_BINS, bin_lows(),
+               BINS_PER_OCTAVE)
+    measure_locality(keys, sample_rate=0.5)
+    fit_kernels.hurwitz_zeta(2.5, 1.0)
+    fit_kernels.hurwitz_zeta3(2.5, 1.0)
+    fit_kernels.mle_alpha(1.0, 1.0)
+    _hashes.jump(keys, 4)
+    fnv1_64_of_longs(keys)
+    lru_kernel(keys % 50, 50, 10, np.zeros(0, dtype=np.int64))
+    text = encode_keys([f"k{i}" for i in range(8)], "text")
+    for kernel in (_hashes.crc16_xmodem, _hashes.redis_slots, _hashes.cassandra_tokens,
+                   _hashes.md5_prefix64, _hashes.murmur3_64, _hashes.kafka_murmur2):
+        kernel(*text)
+    _hashes.cassandra_tokens(*encode_keys(["1", "2"], "bigint"))
+    _hashes.md5_prefix64(*encode_keys(["1", "2"], "bson-int"))
+    _hashes.murmur3_x86_32(*encode_keys(["a", "b"], "utf16le"), 0)
+
+
 def warm_data(tmp: Path) -> None:
     """Profiling, the fit, the arrival summary, generating, every partitioner's hash
     kernels."""
@@ -66,6 +108,7 @@ def warm_data(tmp: Path) -> None:
     _cli("profile", str(TRACE), "--key", "key", "-o", profile)
     _fit()
     _arrivals()
+    _direct()
     _cli("generate", profile, "--events", "2e4", "--order", "locality", "-o",
          str(tmp / "g.parquet"))
     _cli("generate", str(EVENT_PROFILE), "--events", "2e4", "-o", str(tmp / "e.parquet"))

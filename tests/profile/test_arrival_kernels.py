@@ -33,6 +33,8 @@ TIMES = {
     "edges 0.1": _edge_times(0.1, 20_000),
     "edges 0.1, shifted": _edge_times(0.1, 20_000) * 3 + 0.1,
     "one instant": np.zeros(1000),
+    # epoch seconds less the first: the edges as a trace's times round them
+    "edges 0.01, epoch": (_edge_times(0.01, 20_000) + 1.7e9) - 1.7e9,
 }
 
 
@@ -55,3 +57,11 @@ def test_the_summary_is_the_same_with_and_without_the_kernel(name, monkeypatch):
     plain = measure_arrivals(times)
     np.testing.assert_array_equal(compiled.counts, plain.counts)
     assert compiled.idc == plain.idc and compiled.cascade == plain.cascade
+
+
+def test_times_out_of_order_are_summarised_as_sorted():
+    times = TIMES["bursts"] + 1.7e9
+    shuffled = np.random.default_rng(4).permutation(times)
+    a, b = measure_arrivals(shuffled), measure_arrivals(times)
+    np.testing.assert_array_equal(a.counts, b.counts)
+    assert a.idc == b.idc and a.cascade == b.cascade

@@ -202,10 +202,13 @@ def _levels(resolution: float) -> list[tuple[float, float]]:
 
 
 def measure_arrivals(times: NDArray[np.float64]) -> ArrivalModel | None:
-    """The arrival section of sorted request times in seconds (None for fewer than two
-    distinct instants: no rate to speak of)."""
+    """The arrival section of request times in seconds, sorted (they are sorted here if not;
+    the window counts rely on it); None for fewer than two distinct instants: no rate to
+    speak of."""
     t = np.asarray(times, dtype=np.float64)
     t = t[np.isfinite(t)]
+    if t.size > 1 and bool(np.any(t[1:] < t[:-1])):
+        t = np.sort(t)
     if t.size < 2 or t[-1] <= t[0]:
         return None
     start, end = float(t[0]), float(t[-1])

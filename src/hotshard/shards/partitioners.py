@@ -198,7 +198,20 @@ _BSON_INT = np.dtype([("size", "<i4"), ("type", "<i4"), ("value", "<i8")])
 
 
 def encode_keys(keys: Sequence[str], kind: str) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """Serialise keys as a store does: kind is text, utf16le, bigint, bson."""
+    """Serialise keys as a store does: kind is text, utf16le, bigint, bson.
+
+    The bytes are always a read-only array (Arrow's buffers are; the others are marked so):
+    numba compiles a kernel once per array type, and writable and read-only arrays are two
+    types, so mixed inputs would compile every hash kernel twice (~1-3 s of CPU each, the
+    first time a fresh install places keys of each kind).
+    """
+    data, offsets = _encode_keys(keys, kind)
+    if data.flags.writeable:
+        data.setflags(write=False)
+    return data, offsets
+
+
+def _encode_keys(keys: Sequence[str], kind: str) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     if kind == "text":
         return _pack_text(keys)
     if kind == "bigint":  # 8 bytes big-endian each

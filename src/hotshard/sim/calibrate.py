@@ -34,9 +34,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
+
+if TYPE_CHECKING:
+    from hotshard.sim.scenarios import Prepared
 
 __all__ = ["Calibration", "Comparison", "ShardComparison", "calibrate", "compare", "predict_like",
            "replay"]
@@ -256,7 +260,7 @@ def _without_queueing(cal: Calibration, x50: float, x99: float) -> Calibration:
 
     copies = _replicates(cal.rps, cal.duration_s, FIT_REQUESTS)
     # every step simulates the same keys, arrivals and placement: read the profile and build
-    # its sampler once (~80 ms a step), and give each step its own service time only
+    # its sampler once (~35 ms a step), and give each step its own service time only
     base = prepare(cal.options())
 
     def run_with(sigma: float) -> tuple[Calibration, float]:
@@ -297,10 +301,11 @@ def _replicates(rps: float, duration: float, requests: int) -> int:
 
 
 def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
-              replicates: int = 1, ready=None) -> Observations:
+              replicates: int = 1, ready: Prepared | None = None) -> Observations:
     """``replicates`` runs of the options' length (seeds ``seed``, ``seed`` + 1, ...), each
     from an empty system, pooled: latency histograms merged per shard and overall, CPU and
-    requests averaged (a run's own scale); then the fixed delay added."""
+    requests averaged (a run's own scale); then the fixed delay added. ``ready``: what
+    ``prepare(options)`` returns, made already (it must match ``options``)."""
     from hotshard.observations import Latency
     from hotshard.sim.histogram import LatencyHistogram
     from hotshard.sim.scenarios import prepare
