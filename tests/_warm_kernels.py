@@ -65,7 +65,7 @@ def _direct() -> None:
     import numpy as np
 
     from hotshard.profile import _kernels as fit_kernels
-    from hotshard.profile._locality_kernels import stack_pass
+    from hotshard.profile._locality_kernels import _after, stack_pass
     from hotshard.profile.locality import (
         BINS_PER_OCTAVE,
         N_BINS,
@@ -83,6 +83,8 @@ def _direct() -> None:
     key_class = class_of(np.bincount(keys))  # the stack pass as its unit tests call it
     stack_pass(keys, 300, key_class, int(key_class.max()) + 1, N_BINS, bin_lows(),
                BINS_PER_OCTAVE)
+    counts = np.zeros(2, dtype=np.int64)  # and its marker count, which they test alone
+    _after(np.zeros(16, dtype=np.uint64), counts, counts, counts, 0, 1)
     measure_locality(keys, sample_rate=0.5)
     fit_kernels.hurwitz_zeta(2.5, 1.0)
     fit_kernels.hurwitz_zeta3(2.5, 1.0)
