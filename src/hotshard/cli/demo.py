@@ -24,7 +24,7 @@ def demo(seed, quick, report):
     the profile's keys show the hot shard. Diagnoses the two runs, switches the mitigations
     on at run time and shows the fix, and writes report.html (its evidence in
     REPORT-files/, written only when the story completes). About 45 s here (2 cores);
-    --quick about 25 s. Every process it starts, it stops, also on Ctrl-C.
+    --quick about 15 s. Every process it starts, it stops, also on Ctrl-C.
     """
     from hotshard.demo import run_demo
 
