@@ -29,3 +29,21 @@ def test_a_store_places_by_its_slot_map():
 def test_an_unknown_layout_option_is_a_programming_error():
     with pytest.raises(TypeError, match="not layout options: ringfile"):
         placement("cassandra", 3, ringfile="r.txt")
+
+
+@pytest.mark.parametrize("partitioner", ["kafka", "cassandra", "redis-cluster", "mongodb"])
+def test_bulk_placement_is_each_channels_own(partitioner):
+    """The bulk load's placement (each distinct channel once, integer-looking and text ids
+    by their own key type, Kafka's murmur2 in Python or compiled by the count) is what the
+    gateway routes each channel to."""
+    import numpy as np
+
+    from hotshard.service.router import Router
+
+    rng = np.random.default_rng(9)
+    ids = [str(i) for i in rng.integers(0, 500, 3000)] + [f"room-{i}" for i in range(200)]
+    channels = [ids[i] for i in rng.permutation(len(ids))]
+    router = Router(partitioner, 8)
+    bulk = router.shards_of(channels)
+    assert bulk.tolist() == [router.shard_of(c) for c in channels]
+    assert router.shards_of([]).size == 0

@@ -90,18 +90,22 @@ class Router:
         return shard
 
     def shards_of(self, keys: Sequence[str]) -> np.ndarray:
-        """The shard of each key, vectorised (bulk load): integer-looking keys and text keys
-        each go through their partitioner in one call."""
-        keys = [str(k) for k in keys]
-        out = np.empty(len(keys), dtype=np.int64)
-        is_int = np.fromiter((keys_look_integer([k]) for k in keys), dtype=bool,
-                             count=len(keys))
+        """The shard of each key, vectorised (bulk load): each distinct key once (a bulk
+        load's rows repeat their hot channels), integer-looking keys and text keys each
+        through their partitioner in one call."""
+        first: dict[str, int] = {}
+        where = np.fromiter((first.setdefault(str(k), len(first)) for k in keys),
+                            dtype=np.int64, count=len(keys))
+        distinct = list(first)
+        out = np.empty(len(distinct), dtype=np.int64)
+        is_int = np.fromiter((keys_look_integer([k]) for k in distinct), dtype=bool,
+                             count=len(distinct))
         for flag in (True, False):
             index = np.flatnonzero(is_int == flag)
             if index.size:
                 kind = resolve_key_type(self.name, self.requested_key_type, integer_keys=flag)
-                out[index] = self._by_type[kind].shard_of([keys[i] for i in index])
-        return out
+                out[index] = self._by_type[kind].shard_of([distinct[i] for i in index])
+        return out[where]
 
     def placement(self) -> dict[str, Any]:
         """How channels are placed, for a client that places them itself: ``partitioner``,

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Protocol, runtime_checkable
@@ -92,10 +93,19 @@ def _pack(blobs: list[bytes]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
 _ARROW_MIN_KEYS = 256
 
 
-# Fewer keys than this are hashed by Python where a partitioner has a Python twin of its
-# compiled kernel (Kafka's murmur2): ~2 us a key, against ~0.9 s to import numba and load
-# the kernel in a new process.
+# Where a partitioner has a Python twin of its compiled kernel (Kafka's murmur2), fewer keys
+# than this are hashed by Python: ~2-3 us a key, against ~0.9 s of CPU to import numba and
+# load the kernel in a process that has not (a gateway routing one channel at a time, a bulk
+# load's distinct channels). Once the kernels are loaded, only the first bound holds.
 _COMPILED_MIN_KEYS = 64
+_PYTHON_MAX_KEYS = 100_000
+
+
+def _compiled_pays(n_keys: int) -> bool:
+    """Whether ``n_keys`` keys are hashed by the compiled kernel rather than its twin."""
+    if n_keys < _COMPILED_MIN_KEYS:
+        return False
+    return n_keys >= _PYTHON_MAX_KEYS or "hotshard.shards._hashes" in sys.modules
 _M32 = 0xFFFFFFFF
 
 
@@ -424,7 +434,7 @@ class Kafka(_Named):
     def hashes(self, keys):
         kind = "bigint" if self.key_type == "bigint" else "text"
         data, offsets = encode_keys(keys, kind)
-        if offsets.size - 1 < _COMPILED_MIN_KEYS:
+        if not _compiled_pays(offsets.size - 1):
             return _murmur2_small(data, offsets)
         return H.kafka_murmur2(data, offsets)
 
