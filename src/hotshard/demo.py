@@ -71,6 +71,8 @@ EVENT_RANK = 20
 # cache (1 s TTL) and coalescing of identical in-flight reads, the fixes for a read-hot
 # channel; time-bucket splitting is for write-hot or huge channels (see the README's table).
 MITIGATIONS = {"cache_ttl_s": 1.0, "coalesce": True, "channels": "hot"}
+
+
 def live_latency_note(s: DemoSettings) -> str:
     """What the live runs' latencies can and cannot say, for these settings."""
     return (f"The live runs offer {s.rate:g} req/s to {s.shards} shards on a 2-core machine "

@@ -100,14 +100,17 @@ def mean_value(hist: HdrHistogram) -> float:
         return 0.0
     counts = _counts(hist)
     index = np.flatnonzero(counts)
-    middles = _median_equivalents(hist, _highest_equivalents(hist, _values_of(hist, index)))
+    # the library takes the middle of each bucket's range (the median equivalent of its
+    # highest value, a value of the same range); a bucket's value is its range's lowest
+    lowest, size = _lowest_and_range(hist, _values_of(hist, index))
+    middles = lowest + (size >> 1)
     # Python integers, as the library sums: counts x values can pass 2^63
     total = sum(map(int.__mul__, counts[index].tolist(), middles.tolist()))
     return float(total) / hist.total_count
 
 
-# The library's bucket arithmetic (get_value_from_index, get_highest_equivalent_value,
-# _hdr_median_equiv_value), on arrays: values below 2^53, so every step is exact in int64 and
+# The library's bucket arithmetic (get_value_from_index, and the lowest value and size of a
+# value's equivalent range), on arrays: values below 2^53, so every step is exact in int64 and
 # a bit length is frexp's exponent.
 
 def _values_of(hist: HdrHistogram, index: np.ndarray) -> np.ndarray:
@@ -127,16 +130,6 @@ def _lowest_and_range(hist: HdrHistogram, values: np.ndarray) -> tuple[np.ndarra
     lowest = sub << (bucket + hist.unit_magnitude)
     bucket = bucket + (sub >= hist.sub_bucket_count)
     return lowest, np.left_shift(1, hist.unit_magnitude + bucket, dtype=np.int64)
-
-
-def _highest_equivalents(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
-    lowest, size = _lowest_and_range(hist, values)
-    return lowest + size - 1
-
-
-def _median_equivalents(hist: HdrHistogram, values: np.ndarray) -> np.ndarray:
-    lowest, size = _lowest_and_range(hist, values)
-    return lowest + (size >> 1)
 
 
 @dataclass

@@ -106,6 +106,8 @@ def _compiled_pays(n_keys: int) -> bool:
     if n_keys < _COMPILED_MIN_KEYS:
         return False
     return n_keys >= _PYTHON_MAX_KEYS or "hotshard.shards._hashes" in sys.modules
+
+
 _M32 = 0xFFFFFFFF
 
 
