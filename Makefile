@@ -115,7 +115,9 @@ lint: install-test
 # it does not import the other hundred test modules. A shell starts a background job with
 # SIGINT ignored; the timing pass gets it back (env --default-signal), so Ctrl-C stops both
 # passes, each through its own teardown; the recipe's shell outlives the signal (trap :) to
-# wait for both and show what ran.
+# wait for both and show what ran. The idle pass hands out whole files, the files with the most
+# slow tests first (tests/conftest.py orders them): the run ends on short files, not on a long
+# one running alone on half the machine.
 # Before both passes, the numba kernels are compiled once (tests/_warm_kernels.py, in two
 # halves side by side): on a fresh checkout, without it, the four test processes, the timing
 # pass and the commands they start each compile the same kernels at once (~35 s of CPU for
@@ -135,7 +137,7 @@ test: install-test
 	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing \
 	  $$(grep -rl --include='test_*.py' 'pytest.mark.timing' tests) >"$$timing_log" 2>&1 & \
 	timing=$$!; \
-	chrt --idle 0 $(PYTEST) -q -n 4 -m "not timing"; rest=$$?; \
+	chrt --idle 0 $(PYTEST) -q -n 4 --dist loadfile --no-loadscope-reorder -m "not timing"; rest=$$?; \
 	wait $$timing; timed=$$?; \
 	echo "--- the timing tests (run alongside, at normal priority) ---"; \
 	cat "$$timing_log"; \

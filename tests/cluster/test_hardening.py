@@ -57,6 +57,7 @@ def _wait_until(predicate, timeout: float) -> bool:
 # --- 1. bounded whatever the peer does ----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["predict", "serve"])
 def test_commands_without_a_timeout_give_up_on_a_trickling_peer_after_the_default(
         command, tmp_path):

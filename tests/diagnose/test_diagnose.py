@@ -122,6 +122,7 @@ def test_without_a_profile_or_test_it_still_finds_the_skew_and_says_what_is_miss
     assert any("no load test" in n for n in d.notes)
 
 
+@pytest.mark.slow
 def test_uniform_band_holds_for_uniform_keys_at_its_false_alarm_rate():
     """The band's claim, checked by simulation: uniform deals of N requests over k shards
     leave the band at most BAND_FALSE_ALARM of the time (Bonferroni is conservative)."""

@@ -83,6 +83,7 @@ def test_a_listener_that_never_answers_is_all_timeouts_with_no_latency(tmp_path)
     assert took < 3 + 0.5 + 2 * 0.5 + 15
 
 
+@pytest.mark.slow
 def test_a_healthy_run_is_valid_and_a_looser_limit_is_honoured(tmp_path):
     with run_server("fast") as url:
         proc, doc = _drive(url, tmp_path)
@@ -267,6 +268,7 @@ def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
     assert "unfinished (no answer by the end, counted as failed)" in stdout
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_loses_neither_the_file_nor_the_status(tmp_path):
     out = tmp_path / "obs.json"
     with run_server("silent") as url:

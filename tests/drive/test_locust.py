@@ -236,6 +236,7 @@ def test_bad_options_stop_the_master_before_any_load(tmp_path):
     assert "hotshard: error: keys 'zipf:nope'" in log
 
 
+@pytest.mark.slow
 def test_a_run_whose_requests_fail_exits_3_with_the_warning(tmp_path):
     """A listener that never answers: every request times out. Locust's own exit code would
     be 0 (it counts no failure of its users); the plug-in marks the run invalid and exits 3."""

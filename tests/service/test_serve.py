@@ -317,11 +317,13 @@ def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path)
                 r = post(svc, channel) if len(answers) % 2 else \
                     svc.get(f"/channels/{channel}/messages")
                 answers.append((channel, r, time.monotonic() - started))
-            for channel, r, took in answers:
-                assert r.headers["x-shard"] == str(shard_of[channel])
+            for i, (channel, r, took) in enumerate(answers):
+                seen = (i, channel, r.status_code, r.headers.get("x-source"), r.text[:200],
+                        round(took, 3), svc.stats()["shards"][frozen])
+                assert r.headers["x-shard"] == str(shard_of[channel]), seen
                 if shard_of[channel] == frozen:
-                    assert r.status_code == 504 and "within 1 s" in r.json()["error"]
-                    assert 0.9 < took < 5, took
+                    assert r.status_code == 504 and "within 1 s" in r.json()["error"], seen
+                    assert 0.9 < took < 5, seen
                 else:
                     assert r.status_code in (200, 201) and took < 1
             stats = svc.stats()["shards"]
