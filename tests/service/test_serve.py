@@ -8,6 +8,7 @@ import signal
 import socket
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -298,6 +299,16 @@ def test_kill_9_of_a_shard_loses_no_acknowledged_write(tmp_path):
         assert len(acked) > 100
 
 
+def _process_state(pid: int) -> str:
+    """The State line of /proc/PID/status ("T (stopped)" for a SIGSTOPped process)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as e:
+        return f"gone ({e.strerror})"
+    return next((line.split(":", 1)[1].strip() for line in status.splitlines()
+                 if line.startswith("State:")), "unknown")
+
+
 @pytest.mark.slow
 def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path):
     """SIGSTOP one shard's worker: its channels' requests are answered 504, naming the shard,
@@ -317,9 +328,12 @@ def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path)
                 r = post(svc, channel) if len(answers) % 2 else \
                     svc.get(f"/channels/{channel}/messages")
                 answers.append((channel, r, time.monotonic() - started))
+            shard_now = svc.stats()["shards"][frozen]
+            state = _process_state(pid)
             for i, (channel, r, took) in enumerate(answers):
-                seen = (i, channel, r.status_code, r.headers.get("x-source"), r.text[:200],
-                        round(took, 3), svc.stats()["shards"][frozen])
+                seen = (f"answer {i} ({channel}): {r.status_code} from {r.headers.get('x-source')} "
+                        f"in {took:.3f} s; the frozen worker {pid} is {state!r}, the shard's "
+                        f"pid now {shard_now['pid']}, restarts {shard_now['restarts']}")
                 assert r.headers["x-shard"] == str(shard_of[channel]), seen
                 if shard_of[channel] == frozen:
                     assert r.status_code == 504 and "within 1 s" in r.json()["error"], seen
