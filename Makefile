@@ -121,7 +121,9 @@ lint: install-test
 # Before both passes, the numba kernels are compiled once (tests/_warm_kernels.py, in two
 # halves side by side): on a fresh checkout, without it, the four test processes, the timing
 # pass and the commands they start each compile the same kernels at once (~35 s of CPU for
-# one process) until one has written the cache; with warm caches it takes ~2 s.
+# one process) until one has written the cache; with warm caches it takes ~2 s. The second
+# half then has pytest write the test modules' rewritten bytecode if any is missing (a fresh
+# checkout: else each of the 5 collecting processes rewrites them all, ~2.5 s of CPU each).
 # PYTHONDONTWRITEBYTECODE is emptied for pytest and the warm-up: with it set (as on some machines), every
 # run's 4 collecting processes re-rewrite the test modules' asserts and every `hotshard`
 # subprocess recompiles the package (~30 s of CPU a run here); the caches go to the
@@ -131,7 +133,7 @@ PYTEST = $(PY) -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
 	@env --default-signal=INT $(PY) -m tests._warm_kernels data & data=$$!; \
-	env --default-signal=INT $(PY) -m tests._warm_kernels sim & sim=$$!; \
+	env --default-signal=INT $(PY) -m tests._warm_kernels sim tests & sim=$$!; \
 	wait $$data && wait $$sim
 	@timing_log=$$(mktemp); trap 'rm -f "$$timing_log"' EXIT; trap : INT TERM; \
 	env --default-signal=INT $(PYTEST) -q -p no:cacheprovider -m timing \
