@@ -122,8 +122,9 @@ lint: install-test
 # halves side by side): on a fresh checkout, without it, the four test processes, the timing
 # pass and the commands they start each compile the same kernels at once (~35 s of CPU for
 # one process) until one has written the cache; with warm caches it takes ~2 s. The second
-# half then has pytest write the test modules' rewritten bytecode if any is missing (a fresh
-# checkout: else each of the 5 collecting processes rewrites them all, ~2.5 s of CPU each).
+# half then has pytest write the test modules' rewritten bytecode if any is missing or stale
+# (a fresh checkout: else each of the 5 collecting processes rewrites them all, ~2.5 s of CPU
+# each).
 # PYTHONDONTWRITEBYTECODE is emptied for pytest and the warm-up: with it set (as on some machines), every
 # run's 4 collecting processes re-rewrite the test modules' asserts and every `hotshard`
 # subprocess recompiles the package (~30 s of CPU a run here); the caches go to the

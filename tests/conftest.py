@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from itertools import zip_longest
 from pathlib import Path
 
 import numpy as np
@@ -102,6 +103,7 @@ def web07_path(tmp_path_factory, web07_profile) -> Path:
 TIMING_MARKER_TEXT = "pytest.mark.timing"
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     timing_files = {item.path for item in items if item.get_closest_marker("timing")}
     unfound = sorted(str(path) for path in timing_files
@@ -110,6 +112,7 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"{', '.join(unfound)}: mark timing tests with "
                                 f"`{TIMING_MARKER_TEXT}` spelled out (make test finds their "
                                 "files by that text)")
+    yield  # -m and -k deselect here: what is ordered below is what runs
     _heaviest_files_first(items)
 
 
@@ -117,19 +120,19 @@ def _heaviest_files_first(items) -> None:
     """Put the files with slow tests first, keeping every file's own order.
 
     ``make test`` hands whole files to its 4 processes in this order (pytest-xdist's
-    ``--dist loadfile --no-loadscope-reorder``): a process takes the next file when it is done
-    with its last. With the long files first, the run ends on short ones, so no core idles while
-    one process finishes a long file alone (in alphabetical order the locality oracle's 12 s
-    test ran last, on half the machine). The slow files take turns by directory (the one with
-    the most slow tests of each directory, then the next of each...): files of one directory
-    tend to wait on the same thing (tests/cluster/'s on Redis clusters forming), and four of
-    them at once would leave the cores idle. Whole files per process also build each
-    module-scoped fixture once."""
+    ``--dist loadfile --no-loadscope-reorder``): a process is given the next file when two or
+    fewer of its tests are left. With the long files first, the run ends on short ones, so no
+    core idles while one process finishes a long file alone (in alphabetical order the
+    locality oracle's 12 s test ran last, on half the machine). The slow files take turns by
+    directory (the one with the most slow tests of each directory, then the next of each...):
+    files of one directory tend to wait on the same thing (tests/cluster/'s on Redis clusters
+    forming), and four of them at once would leave the cores idle. Whole files per process
+    also build each module-scoped fixture once."""
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
     by_directory: dict[Path, list[Path]] = {}
     for path in sorted(slow, key=lambda p: (-slow[p], str(p))):
         by_directory.setdefault(path.parent, []).append(path)
     turns = sorted(by_directory.values(), key=lambda files: (-slow[files[0]], str(files[0])))
-    rank = {path: (i * len(turns) + j)
-            for j, files in enumerate(turns) for i, path in enumerate(files)}
-    items.sort(key=lambda item: rank.get(item.path, len(rank)))
+    order = [path for turn in zip_longest(*turns) for path in turn if path is not None]
+    rank = {path: k for k, path in enumerate(order)}
+    items.sort(key=lambda item: rank.get(item.path, len(order)))

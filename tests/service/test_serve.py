@@ -310,6 +310,7 @@ def _process_state(pid: int) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # its subject is a 1 s timeout: it asserts each answer's latency
 def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path):
     """SIGSTOP one shard's worker: its channels' requests are answered 504, naming the shard,
     after --shard-timeout (not held for ever); the other shard keeps serving; SIGCONT and it
@@ -336,10 +337,10 @@ def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path)
                         f"pid now {shard_now['pid']}, restarts {shard_now['restarts']}")
                 assert r.headers["x-shard"] == str(shard_of[channel]), seen
                 if shard_of[channel] == frozen:
-                    assert r.status_code == 504 and "within 1 s" in r.json()["error"], seen
+                    assert r.status_code == 504 and "within 1 s" in r.text, seen
                     assert 0.9 < took < 5, seen
                 else:
-                    assert r.status_code in (200, 201) and took < 1
+                    assert r.status_code in (200, 201) and took < 1, seen
             stats = svc.stats()["shards"]
             timed_out = sum(1 for c, _, _ in answers if shard_of[c] == frozen)
             assert stats[frozen]["timeouts"] == timed_out

@@ -95,10 +95,11 @@ def test_paging_walks_the_whole_history_without_gaps_or_repeats(store, clock):
 
 def test_ids_strictly_increase_under_a_frozen_clock(store):
     """More messages in one millisecond than a shard has ids for in it (2^12): the ids run on
-    into the next milliseconds', still increasing. Most go in one bulk transaction (the same id
-    allocator as ``append``, without 5,000 transactions of a disk sync each: ~20 s)."""
-    ids = store.append_many([(f"c{i % 3}", "u", "b", None) for i in range(4990)])
-    ids += [store.append(f"c{i % 3}", "u", "b") for i in range(10)]
+    into the next millisecond's, still increasing. Most go in one bulk transaction (the same id
+    allocator as ``append``, without 4,100 transactions of a ~4 ms disk sync each); the single
+    appends after them cross the millisecond."""
+    ids = store.append_many([(f"c{i % 3}", "u", "b", None) for i in range(4090)])
+    ids += [store.append(f"c{i % 3}", "u", "b") for i in range(10)]  # these cross it
     assert all(b > a for a, b in zip(ids, ids[1:], strict=False))
     assert ids[0] >> SEQUENCE_BITS == T0
     assert ids[-1] >> SEQUENCE_BITS > T0
