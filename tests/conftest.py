@@ -71,6 +71,15 @@ def run_cli_subprocess(*args: str, stdin: str | None = None, cwd: Path | None = 
 _PROFILES: dict[tuple, object] = {}
 
 
+def process_state(pid: int) -> str | None:
+    """The state letter of process ``pid`` in /proc/PID/stat ("R", "S", "T" when stopped, "Z"
+    for a zombie waiting for its reaper); None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[-1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
 def trace_profile(name: str, **kwargs):
     """The profile of shared trace ``name`` (its key column), built once per test session."""
     from hotshard.profile.count import count_profile

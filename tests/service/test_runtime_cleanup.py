@@ -10,16 +10,13 @@ import time
 from pathlib import Path
 
 from hotshard.service.supervisor import sweep_stale_runtime_dirs
+from tests.conftest import process_state
 from tests.service._traffic import serve
 
 
 def _alive(pid: int) -> bool:
     """Running (a zombie waiting for its reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[-1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
+    return process_state(pid) not in (None, "Z")
 
 
 def _socket_dir(pid: int) -> Path:
