@@ -51,6 +51,7 @@ class Reader(FastHttpUser):
 def held(url: str, rate: float, seconds: float, processes: int) -> tuple[bool, str]:
     """(held?, one line) for one open-loop run at ``rate``."""
     from hotshard.drive.breakdown import driver_warnings
+    from hotshard.drive.record import value_at_percentile
     from hotshard.drive.run import DriveConfig, drive
 
     config = DriveConfig(url=url, keys="uniform:1000", rate=rate, duration=seconds,
@@ -58,13 +59,13 @@ def held(url: str, rate: float, seconds: float, processes: int) -> tuple[bool, s
     scheduled, _ = config.schedule().extent()
     result = drive(config)
     rec = result.recorder
-    lag_p99 = rec.lag.get_value_at_percentile(99) / 1000
+    lag_p99 = value_at_percentile(rec.lag, 99) / 1000
     ok = (result.sent == scheduled and not rec.dropped and not rec.errors
           and lag_p99 < LAG_P99_MS and not driver_warnings(result))
     line = (f"  {processes} process(es) {rate:>7,.0f}/s: sent {result.sent:,}/{scheduled:,}, "
             f"dropped {rec.dropped:,}, lag p99 {lag_p99:8.2f} ms, max "
             f"{rec.lag.get_max_value() / 1000:8.2f} ms, latency p99 "
-            f"{rec.latency.get_value_at_percentile(99) / 1000:8.2f} ms "
+            f"{value_at_percentile(rec.latency, 99) / 1000:8.2f} ms "
             f"[{'held' if ok else 'NOT held'}]")
     return ok, line
 
