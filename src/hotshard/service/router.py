@@ -78,6 +78,10 @@ class Router:
         return resolve_key_type(self.name, self.requested_key_type,
                                 integer_keys=keys_look_integer([key]))
 
+    def partitioner(self, key_type: str):
+        """The store's partitioner typing every key as ``key_type`` ("text" or "bigint")."""
+        return self._by_type[key_type]
+
     def shard_of(self, key: str) -> int:
         """The shard of one key (cached: the partitioners are vectorised, calls are not)."""
         shard = self._cache.get(key)

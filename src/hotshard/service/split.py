@@ -3,9 +3,10 @@
 From the moment a channel is split (``since_ms``), a message written at time t goes to
 sub-partition ``(t // bucket_ms) % S``, whose partition key is ``"<channel>#<s>"`` placed by
 the service's partitioner (``hotshard shard 'CHANNEL#s'`` reports the same shard). Sub-partition
-keys are probed (``CHANNEL#s``, ``CHANNEL#s.1``, ...) until each lands on a shard no earlier
-sub-partition uses, so S <= N sub-partitions really are on S different shards. Messages written
-before the split stay on the channel's home shard.
+keys are placed by ``hotshard.shards.split.split_shards``, the placement ``predict`` and
+``simulate`` use (``CHANNEL#s``, ``CHANNEL#s.1``, ... until each lands on a shard no earlier
+sub-partition uses), so S <= N sub-partitions really are on S different shards, and the ones
+the models predicted. Messages written before the split stay on the channel's home shard.
 
 Why slots rotate instead of hashing each message: a page of recent history then lives in one
 sub-partition almost always (the current slot's), so a read costs one shard, and which shard
@@ -28,11 +29,11 @@ from typing import Any
 from hotshard.errors import InputError
 from hotshard.service.router import Router
 from hotshard.service.store import SEQUENCE_BITS
+from hotshard.shards.split import split_shards
 
 __all__ = ["SPLITS_FILE", "SplitPlan", "SplitRegistry"]
 
 SPLITS_FILE = "splits.json"
-MAX_PROBES = 64
 
 
 @dataclass(frozen=True)
@@ -73,23 +74,10 @@ def plan_split(router: Router, channel: str, buckets: int, bucket_ms: int,
         raise InputError(f"split buckets must be >= 2, got {buckets}")
     if bucket_ms < 1:
         raise InputError(f"split bucket_ms must be >= 1, got {bucket_ms}")
-    used: set[int] = set()
-    keys, shards = [], []
-    for s in range(buckets):
-        candidates = [f"{channel}#{s}"] + [f"{channel}#{s}.{k}" for k in range(1, MAX_PROBES)]
-        chosen = None
-        for key in candidates:
-            shard = router.shard_of(key)
-            if shard not in used or len(used) >= router.shards:
-                chosen = key, shard
-                break
-        if chosen is None:  # the partitioner kept colliding: accept the first candidate
-            chosen = candidates[0], router.shard_of(candidates[0])
-        keys.append(chosen[0])
-        shards.append(chosen[1])
-        used.add(chosen[1])
+    placed = split_shards(router.partitioner("text"), [channel], buckets)
+    keys, shards = placed.keys[0], tuple(int(x) for x in placed.shards[0])
     return SplitPlan(channel, router.shard_of(channel), buckets, bucket_ms, since_ms,
-                     tuple(keys), tuple(shards))
+                     keys, shards)
 
 
 class SplitRegistry:

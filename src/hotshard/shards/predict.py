@@ -37,8 +37,9 @@ from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.profile.document import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
+from hotshard.shards.split import split_shards
 
-__all__ = ["Prediction", "head_shards", "predict", "sub_key_shards", "tail_placement"]
+__all__ = ["Prediction", "head_shards", "predict", "tail_placement"]
 
 # rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
 # its CPU figures would print in powers of ten or overflow.
@@ -267,12 +268,13 @@ def _apply_mitigations(profile, partitioner, m: Mitigations, head_keys, head_cou
         remain = 1.0 / (1.0 + rate / capacity)
     node = (1.0 - read) + read * past_cache * remain / m.replicas
     merged = float(np.sum(head_counts * read * past_cache * (1.0 - remain))) / events
-    # split the top keys into time-bucket sub-partitions, each placed on its own key
-    extra_keys = [f"{head_keys[i]}#{b}" for i in range(k) for b in range(m.split_into)]
+    # split the top keys into time-bucket sub-partitions, placed as serve places them
+    split = split_shards(partitioner, head_keys[:k], m.split_into)
+    extra_keys = [name for names in split.keys for name in names]
     extra_load = np.repeat(head_counts[:k] / m.split_into * node[:k], m.split_into)
     head_load = head_counts * node
     head_load[:k] = 0.0
-    extra_shards = sub_key_shards(partitioner, extra_keys)
+    extra_shards = split.shards.reshape(-1)
     key_load = np.concatenate([head_load, extra_load])
     key_shards = np.concatenate([head_shards, extra_shards]).astype(np.int64)
     per_node = np.bincount(key_shards, weights=key_load, minlength=n) + tail_mean * plain
@@ -290,17 +292,6 @@ def _apply_mitigations(profile, partitioner, m: Mitigations, head_keys, head_cou
     after = Prediction(partitioner.spec, shares, sd, top, low * scale, high * scale, u_mom,
                        tail_exact=False, cpu=cpu, rps=rps, capacity=capacity, basis=AFTER_BASIS)
     return after, merged
-
-
-def sub_key_shards(partitioner: Partitioner, keys: list[str]) -> NDArray[np.int64]:
-    """Place time-bucket sub-partition keys ('key#bucket'); integer-typed stores see them as
-    text keys, as a (key, bucket) composite would be hashed as bytes (predict and simulate
-    place a split alike)."""
-    if not keys:
-        return np.zeros(0, dtype=np.int64)
-    if getattr(partitioner, "key_type", "text") == "bigint":
-        partitioner = replace(partitioner, key_type="text")
-    return np.asarray(partitioner.shard_of(keys), dtype=np.int64)
 
 
 def head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]

@@ -390,11 +390,9 @@ class _Run:
         k = min(m.split_keys, len(self.head_ids)) if m.split_into > 1 else 0
         if k == 0:
             return None
-        from hotshard.shards.predict import sub_key_shards
+        from hotshard.shards.split import split_shards
 
-        sub_ids = [f"{self.head_ids[i]}#{b}" for i in range(k) for b in range(m.split_into)]
-        return np.asarray(sub_key_shards(self.place.partitioner, sub_ids)).reshape(
-            k, m.split_into)
+        return split_shards(self.place.partitioner, self.head_ids[:k], m.split_into).shards
 
     # -- the run ----------------------------------------------------------------------------
     def go(self, window: float | None) -> None:
