@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -411,3 +412,29 @@ def test_salvage_reports_a_systematic_slip_once(tmp_path):
     obs, dropped = Observations.load_salvaged(path)
     assert len(dropped) == 1 and "the same for 63 more shards (values 20 to 83)" in dropped[0]
     assert obs.shard_requests == (5,) * 64 and obs.shard_cpu is None
+
+
+def test_windows_round_trip_and_name_the_peak():
+    doc = {"format": FORMAT, "label": "run", "windows": [
+        {"start_s": 0, "end_s": 60, "requests": 100, "latency_ms": {"p50": 4, "p99": 9},
+         "shards": [{"id": "0", "requests": 60, "cpu": 0.3}, {"id": "1", "requests": 40,
+                                                               "cpu": 0.2}]},
+        {"start_s": 60, "end_s": 120, "requests": 100,
+         "shards": [{"id": "0", "requests": 10, "cpu": 0.1}, {"id": "1", "requests": 90,
+                                                               "cpu": 0.95}]}]}
+    obs = Observations.from_dict(doc)
+    assert Observations.from_dict(obs.to_dict()) == obs
+    assert obs.peak_window.start_s == 60 and obs.peak_window.shard_cpu == (0.1, 0.95)
+    assert Observations.from_dict({"format": FORMAT, "label": "old"}).windows == ()
+
+
+@pytest.mark.parametrize("windows,message", [
+    ([{"start_s": 5, "end_s": 5}], "windows[0].end_s must be > start_s"),
+    ([{"end_s": 5}], "windows[0].start_s is missing"),
+    ([{"start_s": 0, "end_s": 10}, {"start_s": 5, "end_s": 20}], "do not overlap"),
+    ("soon", "windows"),
+    ([{"start_s": i, "end_s": i + 1} for i in range(10_001)], "coarser windows"),
+])
+def test_bad_windows_are_named(windows, message):
+    with pytest.raises(ObservationsError, match=re.escape(message)):
+        Observations.from_dict({"format": FORMAT, "label": "run", "windows": windows})

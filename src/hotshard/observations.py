@@ -34,6 +34,7 @@ __all__ = [
     "Observations",
     "ObservationsError",
     "ShardObservation",
+    "TimeWindow",
     "load",
     "salvage",
 ]
@@ -296,6 +297,122 @@ def _shards(value: Any, path: str) -> tuple[ShardObservation, ...]:
     return shards
 
 
+# -- the time axis ------------------------------------------------------------------------------
+# at most this many windows in one document: a second each for 2.7 hours, a minute each for a
+# week. Writers choose a width that keeps within it; a reader refuses more (a hand-made or
+# hostile file of millions of windows would otherwise cost memory without bound).
+MAX_WINDOWS = 10_000
+_WINDOW_SPEC: dict[str, Callable[[Any, str], Any]] = {
+    "start_s": _F.nonneg, "end_s": _F.positive, "requests": _F.count,
+    "rate_rps": _F.nonneg, "latency_ms": _latency, "shards": _shards,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """One window of a run's time axis: what happened between ``start_s`` and ``end_s``.
+
+    A hot shard is hot in a window: an event that takes 40% of the traffic for ten minutes is
+    5% of a two-hour run, and a latency measured in its window set beside a whole-run share
+    contradicts itself. So the run's evidence may carry a series of windows in the shape the
+    whole run has (per-shard requests, CPU and p99, the run's latency).
+
+    Parameters
+    ----------
+    start_s, end_s : float
+        Seconds from the run's start, ``start_s < end_s``.
+    requests : int or None
+        Requests completed in the window (all shards).
+    rate_rps : float or None
+        Requests per second in the window.
+    latency_ms : Latency or None
+        The window's latency percentiles (all shards).
+    shards : tuple of ShardObservation
+        Each shard's load in the window (``requests``, ``cpu``, ``p99_ms``...).
+    extra : dict
+        Fields this version does not know.
+    """
+
+    start_s: float
+    end_s: float
+    requests: int | None = None
+    rate_rps: float | None = None
+    latency_ms: Latency | None = None
+    shards: tuple[ShardObservation, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.shards is None:
+            object.__setattr__(self, "shards", ())
+        for name in ("start_s", "end_s"):
+            if getattr(self, name) is None:
+                raise _F.fail(f"window.{name}", "is missing: seconds from the run's start")
+        _settle(self, _WINDOW_SPEC, "window")
+        object.__setattr__(self, "extra",
+                           _check_extra(self.extra, _WINDOW_SPEC, "window.extra"))
+        if not self.end_s > self.start_s:
+            raise _F.fail("window.end_s", f"must be > start_s ({show(self.start_s)}), got "
+                                          f"{show(self.end_s)}")
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, where: str = "window") -> TimeWindow:
+        _F.mapping(doc, where, 'an object such as {"start_s": 0, "end_s": 1, "shards": []}')
+        known, extra = _split_extra(doc, _WINDOW_SPEC)
+        for name in ("start_s", "end_s"):
+            if name not in known:
+                raise _F.fail(f"{where}.{name}", "is missing: seconds from the run's start")
+        values = _checked(known, _WINDOW_SPEC, where)
+        if not values["end_s"] > values["start_s"]:
+            raise _F.fail(f"{where}.end_s", f"must be > start_s ({show(values['start_s'])}), "
+                                            f"got {show(values['end_s'])}")
+        return _checked_instance(cls, {**values, "extra": _F.json_object(extra, where)})
+
+    @property
+    def seconds(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def shard_cpu(self) -> tuple[float, ...] | None:
+        """Every shard's CPU in the window, in shard order; None unless all report it."""
+        return _all_or_none(s.cpu for s in self.shards)
+
+    @property
+    def shard_requests(self) -> tuple[int, ...] | None:
+        """Every shard's requests in the window, in shard order; None unless all report it."""
+        return _all_or_none(s.requests for s in self.shards)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in _WINDOW_SPEC:
+            value = getattr(self, name)
+            if value is None or (name == "shards" and not value):
+                continue
+            if isinstance(value, Latency):
+                value = value.to_dict()
+            elif name == "shards":
+                value = [s.to_dict() for s in value]
+            out[name] = value
+        out.update(copy.deepcopy(self.extra))
+        return out
+
+
+def _windows(value: Any, path: str) -> tuple[TimeWindow, ...]:
+    if not isinstance(value, list | tuple):
+        raise _F.wrong(path, "a list of window objects", value)
+    if len(value) > MAX_WINDOWS:
+        raise _F.fail(path, f"has {len(value):,} windows, more than the {MAX_WINDOWS:,} "
+                            "read: write coarser windows (a minute each covers a week)")
+    windows = tuple(w if isinstance(w, TimeWindow)
+                    else TimeWindow.from_dict(w, where=f"{path}[{i}]")
+                    for i, w in enumerate(value))
+    for i in range(1, len(windows)):
+        if windows[i].start_s < windows[i - 1].end_s - 1e-9:
+            raise _F.fail(f"{path}[{i}].start_s", f"{show(windows[i].start_s)} is before the "
+                          f"end of {path}[{i - 1}] ({show(windows[i - 1].end_s)}): windows "
+                          "are in time order and do not overlap")
+    return windows
+
+
 # -- the document --------------------------------------------------------------------------------
 def _network(value: Any, path: str) -> dict[str, Any]:
     out = _F.json_object(value, path)
@@ -336,7 +453,7 @@ _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
     "duration_s": _F.positive, "model": _model, "key_generator": _F.text,
     "latency_ms": _latency, "service_time_ms": _latency, "shards": _shards,
     "cache_hit_rate": _F.fraction, "payload_bytes_mean": _F.nonneg, "distinct_keys": _F.count,
-    "network": _network, "errors": _errors, "valid": _F.flag,
+    "network": _network, "errors": _errors, "valid": _F.flag, "windows": _windows,
 }
 
 
@@ -388,6 +505,9 @@ class Observations:
         False when the run's measurements do not describe the target under load (its error
         share exceeded the limit): ``diagnose`` and ``report`` then leave its latency out and
         say why. None (absent) means valid.
+    windows : tuple of TimeWindow
+        The run's time axis (optional): per window, each shard's load and the latency, so a
+        verdict can name the window a shard was hot in. Empty when not measured.
     extra : dict
         Top-level fields this version does not know, kept so a round trip loses nothing.
 
@@ -414,6 +534,7 @@ class Observations:
     network: dict[str, Any] | None = None
     errors: dict[str, Any] | None = None
     valid: bool | None = None
+    windows: tuple[TimeWindow, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -421,6 +542,8 @@ class Observations:
             raise _F.fail("label", _NO_LABEL)
         if self.shards is None:
             object.__setattr__(self, "shards", ())
+        if self.windows is None:
+            object.__setattr__(self, "windows", ())
         _settle(self, _TOP_SPEC, "")
         object.__setattr__(self, "extra",
                            _check_extra(self.extra, (*_TOP_SPEC, "format"), "extra"))
@@ -454,11 +577,11 @@ class Observations:
         out: dict[str, Any] = {"format": FORMAT}
         for name in _TOP_SPEC:
             value = getattr(self, name)
-            if value is None or (name == "shards" and not value):
+            if value is None or (name in ("shards", "windows") and not value):
                 continue
             if isinstance(value, Latency):
                 value = value.to_dict()
-            elif name == "shards":
+            elif name in ("shards", "windows"):
                 value = [s.to_dict() for s in value]
             elif isinstance(value, dict):
                 value = copy.deepcopy(value)
@@ -553,7 +676,7 @@ class Observations:
         import dataclasses
 
         return dataclasses.replace(self, latency_ms=None, service_time_ms=None, shards=(),
-                                   achieved_rps=None, cache_hit_rate=None)
+                                   achieved_rps=None, cache_hit_rate=None, windows=())
 
     @property
     def shard_cpu(self) -> tuple[float, ...] | None:
@@ -583,6 +706,24 @@ class Observations:
             if isinstance(name, str):
                 return name
         return None
+
+    @property
+    def peak_window(self) -> TimeWindow | None:
+        """The window whose busiest shard was busiest (by CPU when every shard of every window
+        reports it, else by its share of the window's requests); None without a time axis."""
+        best, best_value = None, -1.0
+        by_cpu = bool(self.windows) and all(w.shard_cpu is not None for w in self.windows)
+        for w in self.windows:
+            if by_cpu:
+                value = max(w.shard_cpu)
+            else:
+                counts = w.shard_requests
+                if not counts or sum(counts) == 0:
+                    continue
+                value = max(counts) / sum(counts)
+            if value > best_value:
+                best, best_value = w, value
+        return best
 
     @property
     def hottest_shard(self) -> ShardObservation | None:
