@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["HUGE", "count", "ms", "pct", "pct_apart", "pp", "rps", "times", "whole"]
+__all__ = ["HUGE", "clock", "count", "ms", "pct", "pct_apart", "pp", "rps", "times", "whole"]
 
 
 def _percent_text(v: float, sign: str = "", digits: int = 2) -> str:
@@ -77,3 +77,17 @@ def rps(x: float) -> str:
 
 def count(x: float) -> str:
     return whole(x)
+
+
+def clock(seconds: float, span: float | None = None) -> str:
+    """A time from a run's or a profile's start, as a clock reads it: ``65:00`` (minutes and
+    seconds) while ``span`` (the longest time the output shows; ``seconds`` itself if None) is
+    at most 3 hours, ``26:40:00`` below 100 hours, ``5d 03:20`` beyond. One output keeps one
+    form for all its times, so give them the same ``span``."""
+    total = int(round(max(float(seconds), 0.0)))
+    span = float(seconds if span is None else span)
+    if span <= 10_800:
+        return f"{total // 60}:{total % 60:02d}"
+    if span < 360_000:
+        return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
+    return f"{total // 86400}d {total // 3600 % 24:02d}:{total // 60 % 60:02d}"

@@ -162,6 +162,12 @@ def prediction_summary(pred) -> str:
         "head exact, tail by its mean and variance"
     n = pred.n_shards
     lines = [f"Predicted load on {pred.partitioner} ({n} shard{'' if n == 1 else 's'}; {exact})"]
+    if pred.timeline is not None:
+        lines += _timeline_lead(pred)
+        lines.append("  over the whole span:")
+    else:
+        lines.append("  (no timelines in the profile: shares over its whole span only; "
+                     "`hotshard profile --time` records when each head key was hot)")
     lines += _shard_rows(pred, "before" if pred.after is not None else "prediction")
     lines.append(f"  uniform keys would give every shard {pct(pred.uniform_low)} to "
                  f"{pct(pred.uniform_high)} (max/mean <= {pred.uniform_max_over_mean:.2f})")
@@ -195,7 +201,69 @@ def prediction_summary(pred) -> str:
         lines.append(f"  uniform keys carrying the same load would give every {node} "
                      f"{pct(a.uniform_low)} to {pct(a.uniform_high)} "
                      f"(max/mean <= {a.uniform_max_over_mean:.2f})")
+    if pred.timeline is not None:
+        lines += _timeline_rows(pred)
     return "\n".join(lines)
+
+
+def _timeline_lead(pred) -> list[str]:
+    """The peak window first when it is not the whole span's hottest shard, and the events."""
+    from hotshard._format import clock
+
+    tl = pred.timeline
+    span = float(tl.edges_s[-1])
+    peak = tl.peak
+    hot = peak.hottest
+    when = f"{clock(tl.peak_start_s, span)}-{clock(tl.peak_end_s, span)}"
+    named = [(k, v) for k, v in peak.hottest_keys[:3]
+             if v >= 0.1 * peak.hottest_keys[0][1]] if peak.hottest_keys else []
+    keys = ", ".join(f"key {k}, {pct(v)}" for k, v in named) or "no head key"
+    lead = (f"  in {when} shard {hot} carries {pct(peak.shares[hot])}: {keys} of that "
+            "window's requests")
+    if hot == pred.hottest and peak.shares[hot] <= pred.shares[pred.hottest] * 1.25:
+        lead = f"  the peak window ({when}) has the same hottest shard, {hot}: " \
+               f"{pct(peak.shares[hot])} of its requests"
+    elif hot != pred.hottest:
+        lead += (f"; over the whole span shard {pred.hottest} is hottest "
+                 f"({pct(pred.shares[pred.hottest])}) and shard {hot} has "
+                 f"{pct(pred.shares[hot])}")
+    lines = textwrap.wrap(lead, width=96, initial_indent="", subsequent_indent="    ")
+    if peak.cpu is not None:
+        sat = (f"; saturated: {', '.join(map(str, peak.saturated))}" if peak.saturated else "")
+        lines.append(f"    at that window's {peak.rps:,.4g} req/s: shard {hot} at "
+                     f"{pct(peak.cpu[hot])} CPU{sat}")
+    for e in tl.events[:5]:
+        lines += textwrap.wrap(
+            f"  event: key {e.key} (shard {e.shard}) carries {pct(e.share)} of the requests "
+            f"in {clock(e.start_s, span)}-{clock(e.end_s, span)} against {pct(e.overall_share)} "
+            "over the whole span", width=96, subsequent_indent="    ")
+    if len(tl.events) > 5:
+        lines.append(f"  ... and {len(tl.events) - 5} more events (--json lists them)")
+    if tl.tail_steady:
+        lines.append("  note: the profile has no arrivals section, so each window's tail "
+                     "requests are taken as steady")
+    return lines
+
+
+def _timeline_rows(pred) -> list[str]:
+    """The hottest shards' share in every window, as sparklines over the profile's span."""
+    from hotshard._format import clock
+
+    tl = pred.timeline
+    span = float(tl.edges_s[-1])
+    lines = [f"  share per window ({tl.shares.shape[0]} windows of "
+             f"{clock(tl.edges_s[1] - tl.edges_s[0], span)}, 0:00 to {clock(span, span)}):"]
+    worst = np.argsort(-tl.shares.max(axis=0), kind="stable")[:4]
+    top = float(tl.shares.max())
+    for s in worst:
+        column = tl.shares[:, s]
+        lines.append(f"    shard {s:<4} {_sparkline(column.tolist(), top)}  {pct(column.min())} to "
+                     f"{pct(column.max())}")
+    if pred.timeline.peak.after is not None:
+        a = pred.timeline.peak.after
+        lines.append(f"  in the peak window with the what-if: hottest shard {a.hottest} at "
+                     f"{pct(a.shares[a.hottest])} (the window's own top keys mitigated)")
+    return lines
 
 
 _ORDER_TEXT = {"locality": " in production's order",
@@ -283,10 +351,12 @@ def _spec_text(spec: dict) -> str:
     return f"{kind} ({', '.join(parts)})" if parts else str(kind)
 
 
-def _sparkline(values) -> str:
-    """One block character per value, scaled to the row's largest (an empty window is ' ')."""
+def _sparkline(values, top: float | None = None) -> str:
+    """One block character per value, scaled to ``top`` (default the row's largest; give one
+    top to rows that are read against each other). An empty window is ' '."""
     blocks = " ▁▂▃▄▅▆▇█"
-    top = max(values) if values else 0
+    if top is None:
+        top = max(values) if values else 0
     if top <= 0:
         return " " * len(values)
     return "".join(blocks[0] if v <= 0 else blocks[max(1, round(8 * v / top))] for v in values)

@@ -100,6 +100,14 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     so 95% against 20% is visibly not noise. With --rps and --capacity it names the shards
     over 100% CPU (saturated) and the rps at which the hottest shard reaches 100%.
 
+    A hot shard is hot in a window. With a profile made with --time (its timelines), every
+    window's shares are predicted too; the output leads with the peak window (the window and
+    shard with the largest share of that window's requests) when it is not the whole span's
+    hottest shard, with its keys, and lists the events: head keys carrying at least 3x their
+    whole-span share, and at least 1%, of some window's requests (and 5 standard deviations
+    above it). --rps is the whole span's mean: the peak's CPU is at that window's own rate.
+    Mitigations apply to the peak window too, to its own top keys.
+
     Mitigation flags show before and after; they mean what they mean in `simulate` and
     `serve`. After them every share, of a shard or of a key, is of the requests before
     mitigation that reach one node of the shard: with a cache or replicas the shares add up to

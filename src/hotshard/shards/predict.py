@@ -28,6 +28,7 @@ counts fewer merges than happen: the after shares are an upper bound. Head keys 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +40,8 @@ from hotshard.profile.document import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
 from hotshard.shards.split import split_shards
 
-__all__ = ["Prediction", "head_shards", "predict", "tail_placement"]
+__all__ = ["KeyLoad", "Prediction", "head_shards", "predict", "predict_load", "tail_placement",
+           "whole_span_load"]
 
 # rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
 # its CPU figures would print in powers of ten or overflow.
@@ -72,6 +74,8 @@ class Prediction:
     # what the shares are a share of: every request ("all requests"), or, after mitigations,
     # the requests before mitigation as seen by one replica node (they then add up to less)
     basis: str = "all requests"
+    # when the profile has timelines: each window's shares, the peak window, the events
+    timeline: Any = None
 
     @property
     def n_shards(self) -> int:
@@ -128,6 +132,8 @@ class Prediction:
         if self.after is not None:
             out["whatif"] = self.whatif
             out["after"] = self.after.to_dict()
+        if self.timeline is not None:
+            out.update(self.timeline.to_dict())
         return out
 
 
@@ -183,27 +189,68 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
         if mitigations.coalesce and rps is None:
             raise InputError("coalescing needs rps and capacity: how many reads merge depends "
                              "on how often a key's reads overlap one in flight")
+    placed = head_shards(profile, partitioner, list(profile.head_keys))
+    load = whole_span_load(profile, partitioner, placed)
+    result = predict_load(load, partitioner, rps=rps, capacity=capacity,
+                          mitigations=mitigations)
+    if profile.timelines is None:
+        return result
+    from hotshard.shards.windows import predict_windows
+
+    return replace(result, timeline=predict_windows(profile, partitioner, placed, load,
+                                                    predict_load, rps=rps, capacity=capacity,
+                                                    mitigations=mitigations))
+
+
+@dataclass(frozen=True)
+class KeyLoad:
+    """What a prediction is made from: the head keys' requests (in the order their rank is
+    read, the top first), their shards, the tail's expected requests and variance per shard,
+    and the total. The whole span's, or one window's (``hotshard.shards.windows``)."""
+
+    keys: list[str]
+    counts: NDArray[np.float64]
+    placed: NDArray[np.int64]
+    tail_mean: NDArray[np.float64]
+    tail_var: NDArray[np.float64]
+    events: float
+    read_share: float
+    band: tuple[float, float, float]
+    tail_exact: bool
+
+
+def whole_span_load(profile: Profile, partitioner: Partitioner, placed: NDArray[np.int64]
+                    ) -> KeyLoad:
+    """The profile's load over its whole span."""
     n = partitioner.n_shards
-    events = profile.events
-    head_keys = list(profile.head_keys)
-    head_counts = np.asarray(profile.head_counts, dtype=np.float64)
-    placed = head_shards(profile, partitioner, head_keys)
-    head_load = np.bincount(placed, weights=head_counts, minlength=n)
     own = np.asarray(partitioner.ownership(), dtype=np.float64)
     recorded = tail_placement(profile, partitioner)
-    class_w, class_k = profile.tail.classes()
     if recorded is not None:
-        tail_mean = recorded
-        tail_var = np.zeros(n)
+        tail_mean, tail_var = recorded, np.zeros(n)
     else:
+        class_w, class_k = profile.tail.classes()
         tail_mean = profile.tail.events * own
         tail_var = float(np.dot(class_k, class_w**2)) * own * (1 - own)
-    shares = (head_load + tail_mean) / events
-    sd = np.sqrt(tail_var) / events
+    return KeyLoad(list(profile.head_keys), np.asarray(profile.head_counts, dtype=np.float64),
+                   np.asarray(placed, dtype=np.int64), tail_mean, tail_var,
+                   float(profile.events), _read_share(profile), _uniform_band(profile, own),
+                   recorded is not None)
+
+
+def predict_load(load: KeyLoad, partitioner: Partitioner, *, rps: float | None,
+                 capacity: float | None, mitigations: Mitigations | None) -> Prediction:
+    """``predict`` on a ``KeyLoad``: shares, CPU and the mitigations' what-if."""
+    n = partitioner.n_shards
+    events = load.events
+    head_keys, head_counts, placed = load.keys, load.counts, load.placed
+    head_load = np.bincount(placed, weights=head_counts, minlength=n)
+    shares = (head_load + load.tail_mean) / events
+    sd = np.sqrt(load.tail_var) / events
     hot = int(np.argmax(shares))
-    on_hot = np.flatnonzero(placed == hot)
+    on_hot = np.flatnonzero((placed == hot) & (head_counts > 0))
+    on_hot = on_hot[np.argsort(-head_counts[on_hot], kind="stable")]
     top = tuple((head_keys[i], float(head_counts[i] / events)) for i in on_hot[:5])
-    low, high, u_mom = _uniform_band(profile, own)
+    low, high, u_mom = load.band
     if rps is not None and not (capacity and rps / capacity <= MAX_LOAD_RATIO):
         raise InputError(f"{rps:,.4g} requests/s on shards that each serve {capacity:,.4g}/s "
                          f"is more than {MAX_LOAD_RATIO:.0e} times one shard's capacity: check "
@@ -211,13 +258,11 @@ def predict(profile: Profile, partitioner: Partitioner, *, rps: float | None = N
                          "one shard serves at 100% CPU)")
     cpu = None if rps is None else rps * shares / capacity
     result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
-                        recorded is not None, cpu, rps, capacity)
+                        load.tail_exact, cpu, rps, capacity)
     if mitigations is None or not mitigations.active:
         return result
     effective, described = _effective(mitigations, len(head_keys))
-    after, merged = _apply_mitigations(profile, partitioner, effective, head_keys, head_counts,
-                                       placed, tail_mean, tail_var, (low, high, u_mom), rps,
-                                       capacity)
+    after, merged = _apply_mitigations(load, partitioner, effective, rps, capacity)
     if effective.coalesce:
         described["coalesced_share"] = merged
         described["notes"].append(
@@ -247,14 +292,15 @@ def _effective(m: Mitigations, n_head: int) -> tuple[Mitigations, dict]:
     return effective, described
 
 
-def _apply_mitigations(profile, partitioner, m: Mitigations, head_keys, head_counts,
-                       head_shards, tail_mean, tail_var, band, rps, capacity
+def _apply_mitigations(load: KeyLoad, partitioner, m: Mitigations, rps, capacity
                        ) -> tuple[Prediction, float]:
     """Per-node shares after mitigations, keys and shards on the same basis, and the share of
     all requests coalescing merges (module notes)."""
     n = partitioner.n_shards
-    events = profile.events
-    read = _read_share(profile)
+    events = load.events
+    read = load.read_share
+    head_keys, head_counts, head_shards = load.keys, load.counts, load.placed
+    tail_mean, tail_var, band = load.tail_mean, load.tail_var, load.band
     # per-node load of one event: writes reach every replica, surviving reads one of R
     plain = (1.0 - read) + read / m.replicas
     k = m.split_keys if m.splits else 0

@@ -1,0 +1,224 @@
+"""When a shard is hot: per-window shard shares, the peak window and the events of a profile.
+
+A hot shard is hot in a window. An event channel that carries 40% of the requests for ten
+minutes of a two-hour trace is 5% of the whole span, so a whole-span prediction names a steady
+key's shard and never the one that melts. A profile measured with ``--time`` keeps each head
+key's requests in equal windows of its span (``timelines``) and the requests of the whole
+stream per minute (``arrivals``); together they give each window's load exactly as the whole
+span's is given: head keys placed exactly, the tail spread by its mean and variance.
+
+* A window's requests are the arrivals section's counts over it (bins split in proportion
+  where a bin straddles a window edge). Without arrivals the tail is taken as steady (its
+  requests spread evenly over the windows) and the result says so.
+* The *peak* is the window and shard with the largest share of that window's requests, among
+  windows carrying at least a tenth of an average window's requests: a near-empty window can
+  show any share (three requests on one shard are 100%), and cannot melt anything.
+* An *event* is a head key whose share of a window's requests is far above its share of the
+  whole span: at least ``EVENT_RATIO`` times it, at least ``EVENT_MIN_SHARE`` of the window
+  (below that no key makes a shard hot), and more requests than its steady share would give
+  by ``EVENT_SIGMAS`` Poisson standard deviations (so a rare key's noise in a quiet window is
+  not an event). Adjacent windows of one key's event are one event; its share is of all the
+  requests in its span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hotshard.mitigations import Mitigations
+from hotshard.profile.document import Profile
+from hotshard.shards.partitioners import Partitioner
+
+__all__ = ["EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "KeyEvent", "TimelinePrediction",
+           "predict_windows"]
+
+EVENT_RATIO = 3.0
+EVENT_MIN_SHARE = 0.01
+EVENT_SIGMAS = 5.0
+QUIET_WINDOW = 0.1   # a window with under this fraction of an average window's requests
+MAX_EVENTS = 20
+
+
+@dataclass(frozen=True)
+class KeyEvent:
+    """A head key far hotter in a span of windows than over the whole profile."""
+
+    key: str
+    shard: int
+    start_s: float
+    end_s: float
+    share: float            # of all the requests in [start_s, end_s)
+    overall_share: float    # of all the profile's requests
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "shard": self.shard, "start_s": self.start_s,
+                "end_s": self.end_s, "share": self.share, "overall_share": self.overall_share}
+
+
+@dataclass(frozen=True)
+class TimelinePrediction:
+    """Each window's per-shard shares (``shares[w, s]``), the peak window's full prediction
+    (its hottest shard and keys, CPU at the window's own rate, mitigations), and the events."""
+
+    edges_s: NDArray[np.float64]          # window w is [edges_s[w], edges_s[w + 1])
+    requests: NDArray[np.float64]         # each window's requests
+    shares: NDArray[np.float64]           # windows x shards
+    peak_window: int
+    peak: Any                             # a shards.predict.Prediction
+    events: tuple[KeyEvent, ...]
+    tail_steady: bool                     # no arrivals section: the tail spread evenly
+
+    @property
+    def peak_start_s(self) -> float:
+        return float(self.edges_s[self.peak_window])
+
+    @property
+    def peak_end_s(self) -> float:
+        return float(self.edges_s[self.peak_window + 1])
+
+    def to_dict(self) -> dict[str, Any]:
+        peak = self.peak
+        hot = peak.hottest
+        out: dict[str, Any] = {
+            "peak": {
+                "start_s": self.peak_start_s, "end_s": self.peak_end_s,
+                "requests": float(self.requests[self.peak_window]),
+                "shards": [{"shard": s, "share": float(v)} for s, v in enumerate(peak.shares)],
+                "hottest": {"shard": hot, "share": float(peak.shares[hot]),
+                            "top_keys": [{"key": k, "share": v}
+                                         for k, v in peak.hottest_keys]},
+            },
+            "events": [e.to_dict() for e in self.events],
+            "windows": [{"start_s": float(self.edges_s[w]), "end_s": float(self.edges_s[w + 1]),
+                         "requests": float(self.requests[w]),
+                         "shards": [{"shard": s, "share": float(v)}
+                                    for s, v in enumerate(self.shares[w])]}
+                        for w in range(self.shares.shape[0])],
+            "tail_steady": self.tail_steady,
+        }
+        if peak.cpu is not None:
+            out["peak"]["rps"] = peak.rps
+            out["peak"]["hottest"]["cpu"] = float(peak.cpu[hot])
+            out["peak"]["saturated"] = list(peak.saturated)
+        if peak.after is not None:
+            out["peak"]["after"] = peak.after.to_dict()
+        return out
+
+
+def window_requests(profile: Profile, edges_s: NDArray[np.float64],
+                    head_per_window: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+    """Each window's requests, and whether the tail had to be taken as steady."""
+    windows = edges_s.size - 1
+    arrivals = profile.arrivals
+    if arrivals is None or arrivals.events <= 0:
+        steady = head_per_window + profile.tail.events / windows
+        return steady, True
+    res = float(arrivals.resolution_s)
+    bins = arrivals.counts.astype(np.float64)
+    bin_edges = np.arange(bins.size + 1) * res
+    # cumulative requests at any instant, linear inside a bin: a window takes the part of each
+    # bin it covers
+    cum = np.concatenate([[0.0], np.cumsum(bins)])
+    at_edges = np.interp(edges_s, bin_edges, cum)
+    totals = np.diff(at_edges)
+    # the same requests, on the profile's count: the arrivals may cover a sample's span only
+    totals *= profile.events / max(float(totals.sum()), 1.0)
+    return np.maximum(totals, head_per_window), False
+
+
+def predict_windows(profile: Profile, partitioner: Partitioner, placed: NDArray[np.int64],
+                    whole: Any, predict_load: Callable[..., Any], *, rps: float | None,
+                    capacity: float | None, mitigations: Mitigations | None
+                    ) -> TimelinePrediction:
+    """Per-window load of ``profile`` (which has ``timelines``) on ``partitioner``.
+
+    ``whole`` is the whole span's ``shards.predict.KeyLoad`` and ``predict_load`` the function
+    that predicts one (passed in: ``shards.predict`` calls this module, not the reverse).
+
+    ``rps`` is the whole span's mean rate: a window's rate is it scaled by the window's
+    requests against an average window's, so the peak's CPU is at the rate the peak had.
+    Mitigations on the peak window apply to its own top keys (the keys a detector would
+    report then), not the whole span's.
+    """
+    tl = profile.timelines
+    n = partitioner.n_shards
+    counts = tl.counts.astype(np.float64)          # head keys x windows
+    n_windows = counts.shape[1]
+    edges = np.linspace(0.0, float(tl.seconds), n_windows + 1)
+    head_w = counts.sum(axis=0)
+    requests, steady = window_requests(profile, edges, head_w)
+    tail_w = np.maximum(requests - head_w, 0.0)
+    onehot = np.zeros((n, counts.shape[0]))
+    onehot[placed, np.arange(counts.shape[0])] = 1.0
+    head_load = onehot @ counts                      # shards x windows
+    tail_events = max(float(whole.tail_mean.sum()), 1e-300)
+    tail_shape = whole.tail_mean / tail_events
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = ((head_load + np.outer(tail_shape, tail_w)) / requests[None, :]).T
+    shares = np.nan_to_num(shares)
+    busy = requests >= QUIET_WINDOW * requests.mean()
+    masked = np.where(busy[:, None], shares, -1.0)
+    peak_w = int(np.unravel_index(int(np.argmax(masked)), masked.shape)[0])
+    peak = predict_load(_window_load(whole, counts[:, peak_w], tail_w[peak_w], tail_shape,
+                                     tail_events, requests[peak_w]),
+                        partitioner, rps=_window_rate(rps, requests, peak_w),
+                        capacity=capacity, mitigations=mitigations)
+    return TimelinePrediction(edges, requests, shares, peak_w, peak,
+                              _events(whole, counts, requests, edges, busy), steady)
+
+
+def _window_rate(rps: float | None, requests: NDArray[np.float64], w: int) -> float | None:
+    """The whole span's mean rate scaled to window w's requests (equal windows)."""
+    if rps is None:
+        return None
+    mean = float(requests.mean())
+    return rps * float(requests[w]) / mean if mean > 0 else rps
+
+
+def _window_load(whole: Any, counts: NDArray[np.float64], tail: float,
+                 tail_shape: NDArray[np.float64], tail_events: float, total: float) -> Any:
+    """One window's ``KeyLoad``: its head keys ranked by their requests in it (the top keys a
+    mitigation would reach then), its tail a thinned whole-span tail (its variance scales by
+    the thinning squared: every tail key's requests thin alike)."""
+    order = np.argsort(-counts, kind="stable")
+    thin = tail / tail_events
+    return replace(whole, keys=[whole.keys[i] for i in order], counts=counts[order],
+                   placed=whole.placed[order], tail_mean=tail_shape * tail,
+                   tail_var=whole.tail_var * thin**2, events=max(total, 1.0),
+                   tail_exact=False)
+
+
+def _events(whole: Any, counts: NDArray[np.float64], requests: NDArray[np.float64],
+            edges: NDArray[np.float64], busy: NDArray[np.bool_]) -> tuple[KeyEvent, ...]:
+    """Head keys far hotter in some windows than overall (module notes), hottest first."""
+    overall = whole.counts / whole.events                      # each key's whole-span share
+    expected = np.outer(overall, requests)                      # keys x windows at that share
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.nan_to_num(counts / requests[None, :])
+    hot = ((share >= EVENT_RATIO * overall[:, None]) & (share >= EVENT_MIN_SHARE)
+           & (counts - expected > EVENT_SIGMAS * np.sqrt(np.maximum(expected, 1.0)))
+           & busy[None, :])
+    out: list[KeyEvent] = []
+    for i in np.flatnonzero(hot.any(axis=1)):
+        row = hot[i]
+        w = 0
+        while w < row.size:
+            if not row[w]:
+                w += 1
+                continue
+            end = w
+            while end + 1 < row.size and row[end + 1]:
+                end += 1
+            span = slice(w, end + 1)
+            out.append(KeyEvent(whole.keys[i], int(whole.placed[i]), float(edges[w]),
+                                float(edges[end + 1]),
+                                float(counts[i, span].sum() / requests[span].sum()),
+                                float(overall[i])))
+            w = end + 1
+    out.sort(key=lambda e: -e.share)
+    return tuple(out[:MAX_EVENTS])
