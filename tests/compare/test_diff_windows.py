@@ -186,3 +186,28 @@ def test_cli_diff_shows_the_windows_and_json_has_the_numbers(tmp_path, streams):
     res = run_cli("diff", str(a_path), str(plain), "--json")
     doc = json.loads(res.stdout)
     assert doc["windows"] is None and any("only A" in n for n in doc["notes"])
+
+
+def test_an_event_that_moved_is_called_out(tmp_path):
+    import subprocess
+    import sys
+
+    from tests._event_trace import EVENT_KEY, write_event_trace
+
+    paths = []
+    for name, event, seed in (("a", (3600.0, 4200.0), 1), ("b", (1800.0, 2400.0), 5)):
+        trace = write_event_trace(tmp_path / f"{name}.parquet", event=event, seed=seed,
+                                  rps=20.0)
+        out = tmp_path / f"{name}.json"
+        run = subprocess.run([sys.executable, "-m", "hotshard", "profile", str(trace.path),
+                              "--key", "channel_id", "--time", "ts", "-o", str(out)],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        paths.append(str(out))
+    run = subprocess.run([sys.executable, "-m", "hotshard", "diff", *paths],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    moved = [ln for ln in run.stdout.splitlines() if ln.startswith("event moved")]
+    assert len(moved) == 1
+    assert moved[0].startswith(f"event moved: key {EVENT_KEY} was hot in 60:00-70:00 in A")
+    assert "and in 30:00-40:00 in B" in moved[0]

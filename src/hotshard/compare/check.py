@@ -229,12 +229,12 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
                   "allowed": allowed})
 
 
-def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
+def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds, p=None, q=None
             ) -> tuple[Check, dict[str, Any] | None]:
     from hotshard.shards.predict import predict
 
-    p = predict(prod, partitioner)
-    q = predict(test, partitioner)
+    p = p if p is not None else predict(prod, partitioner)
+    q = q if q is not None else predict(test, partitioner)
     p_hot, q_hot = float(p.shares.max()), float(q.shares.max())
     numbers = {"partitioner": partitioner.spec, "production_hottest_shard": p.hottest,
                "production_hottest_share": p_hot, "production_max_over_mean": p.max_over_mean,
@@ -271,6 +271,58 @@ def _shards(test: Profile, prod: Profile, partitioner, t: Thresholds
     elif q.hottest != p.hottest:
         msg += " (a different shard: the test's hot keys are not production's)"
     return Check("hot-shard", verdict, msg, numbers), hot
+
+
+def _peak_window(p, q, t: Thresholds) -> Check:
+    """Production's peak window (``hotshard predict``'s: the window and shard with the largest
+    share of that window's requests) against the test's windows: a test right on average that
+    never has production's event leaves the shard that melts cool. The test's windows are its
+    own span's (a test run at another length is compared at the same relative time); its
+    share of production's peak shard is taken in the same window, and in its hottest window
+    for that shard (an event the test has at another time warns)."""
+    from hotshard._format import clock
+
+    tl = p.timeline
+    peak, w = tl.peak, tl.peak_window
+    shard = peak.hottest
+    p_share = float(peak.shares[shard])
+    span = float(tl.edges_s[-1])
+    when = f"{clock(tl.peak_start_s, span)}-{clock(tl.peak_end_s, span)}"
+    keys = ", ".join(f"{k} ({pct(v)})" for k, v in peak.hottest_keys[:2])
+    numbers: dict[str, Any] = {"production_window": {"start_s": tl.peak_start_s,
+                                                     "end_s": tl.peak_end_s},
+                               "production_shard": shard, "production_share": p_share}
+    head = (f"production's peak window is {when}: shard {shard} carries {pct(p_share)} of "
+            f"its requests (keys {keys})")
+    if q.timeline is None:
+        return Check("peak-window", "warn", head + "; not compared: the test has no time "
+                     "column, so when its keys come is unknown (give it: check --time COL)",
+                     numbers)
+    qt = q.timeline
+    rows = qt.shares[:, shard] if qt.shares.shape[0] == tl.shares.shape[0] else None
+    same = float(rows[w]) if rows is not None else float("nan")
+    best_w = int(np.argmax(qt.shares[:, shard]))
+    best = float(qt.shares[best_w, shard])
+    numbers.update({"test_share_same_window": same, "test_best_window": {
+        "start_s": float(qt.edges_s[best_w]), "end_s": float(qt.edges_s[best_w + 1])},
+        "test_best_share": best})
+    tspan = float(qt.edges_s[-1])
+    best_when = f"{clock(qt.edges_s[best_w], tspan)}-{clock(qt.edges_s[best_w + 1], tspan)}"
+    ratio_same = same / p_share if p_share > 0 and same == same else 0.0
+    ratio_best = best / p_share if p_share > 0 else 1.0
+    numbers.update({"ratio_same_window": ratio_same, "ratio_best_window": ratio_best})
+    if _grade(ratio_same, t.shard_fail, t.shard_warn) == "pass":
+        return Check("peak-window", "pass", head + f"; the test's same window puts "
+                     f"{pct(same)} there ({ratio_same:.2f}x)", numbers)
+    verdict = _grade(ratio_best, t.shard_fail, t.shard_warn)
+    if verdict == "fail":
+        return Check("peak-window", "fail", head + f"; the test never has it: its hottest "
+                     f"window for shard {shard} ({best_when}) puts {pct(best)} there "
+                     f"({ratio_best:.2f}x), so the test misses production's {when}", numbers)
+    return Check("peak-window", "warn", head + f"; the test has it at another time: "
+                 f"{pct(best)} on shard {shard} in its {best_when} ({ratio_best:.2f}x), "
+                 f"{pct(same) if same == same else 'unknown'} in production's window",
+                 numbers)
 
 
 def _test_hot_key(test: Profile, t: Thresholds) -> Check:
@@ -415,6 +467,11 @@ def check(test: Profile, production: Profile, *, partitioner=None,
     (``hotshard.compare.burstiness``). A test without arrivals is reported as unknown, not
     judged.
 
+    With a partitioner and a production profile that has timelines, a peak-window check
+    compares production's peak window (``hotshard predict``'s: the window and shard with the
+    largest share of that window's requests, an event's) with the test's same window: a test
+    right on average that never has the event fails, naming the window it misses.
+
     Raises
     ------
     InputError
@@ -463,8 +520,13 @@ def check(test: Profile, production: Profile, *, partitioner=None,
     if production.arrivals is not None:
         checks.append(burstiness(test, production, t))
     if partitioner is not None:
-        shard_check, hot = _shards(test, production, partitioner, t)
+        from hotshard.shards.predict import predict
+
+        p, q = predict(production, partitioner), predict(test, partitioner)
+        shard_check, hot = _shards(test, production, partitioner, t, p, q)
         checks.append(shard_check)
+        if p.timeline is not None:
+            checks.append(_peak_window(p, q, t))
     return CheckReport(tuple(checks), hidden, hot, None, test.events, production.events)
 
 

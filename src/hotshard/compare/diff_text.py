@@ -185,6 +185,35 @@ def _when(start: float) -> str:
         return f"{start:g} s"
 
 
+# a key whose hot windows moved is called an event that moved when it carried at least this
+# share of a window's requests on both sides (the smaller moves are the table's)
+EVENT_SHARE = 0.01
+
+
+def _moved_events(w: WindowDrift, moved_first: list[KeyWindows]) -> list[str]:
+    """One sentence per event that moved: the key, its hot windows' times on each side and
+    its share of those windows' requests (a shard melts in the window, not on average)."""
+    from hotshard._format import clock
+
+    out = []
+    for k in moved_first:
+        sides = []
+        for hot, share, seconds in ((k.hot_a, k.share_a, w.seconds_a),
+                                    (k.hot_b, k.share_b, w.seconds_b)):
+            if share is None:
+                break
+            step = seconds / w.windows
+            peak = max(share[i] for i in hot)
+            spans = ", ".join(f"{clock(i * step, seconds)}-{clock((i + 1) * step, seconds)}"
+                              for i in hot)
+            sides.append((spans, peak))
+        if len(sides) == 2 and min(p for _, p in sides) >= EVENT_SHARE:
+            out.append(f"event moved: key {k.key} was hot in {sides[0][0]} in A (up to "
+                       f"{pct(sides[0][1])} of a window's requests) and in {sides[1][0]} in B "
+                       f"(up to {pct(sides[1][1])})")
+    return out
+
+
 def _window_lines(d: ProfileDiff, w: WindowDrift, limit: int) -> list[str]:
     first = set(w.top_a) | set(w.top_b)
     top = [k for k in w.keys if k.key in first]
@@ -211,6 +240,8 @@ def _window_lines(d: ProfileDiff, w: WindowDrift, limit: int) -> list[str]:
                      f"{hot_a} -> {hot_b}")
     common = [k for k in w.keys if k.tv is not None]
     n_moved = sum(k.hot_moved for k in w.keys)
+    lines += _moved_events(w, moved_first=[k for k in rows if k.hot_moved and k.hot_a
+                                           and k.hot_b])
     lines.append(f"{n_moved:,} of {len(w.keys):,} keys were hot in other windows in B than "
                  "in A" + (f"; listed: the {limit:,} whose windows moved the most traffic "
                            f"({len(moved) - limit:,} more in the JSON form)"
