@@ -138,8 +138,10 @@ def judge_key_skew(ev: Evidence) -> Finding:
             + (", so it could not show a hot shard" if not b.outside else ""))
     slow = _shard_p99_spread(ev.production)
     if slow is not None and slow[2] > 0 and slow[1] >= 3 * slow[2]:
-        evidence.append(f"shard {slow[0]}'s p99 is {ms(slow[1])} against the median shard's "
-                        f"{ms(slow[2])}: the latency lives where the load is")
+        from hotshard.diagnose.windows import slow_shard_words
+
+        evidence.append(slow_shard_words(ev.production, slow[0], slow[1], slow[2],
+                                         s.hottest.id))
     if s.even:
         # the narrower the band (the more requests), the firmer the rejection
         firm = 1.0 if s.band_max_over_mean is None else min(

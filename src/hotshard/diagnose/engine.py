@@ -63,10 +63,26 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
     now = _simulated(model, rate, n_shards, partitioner, None) if model is not None else None
     for action, mitigations in options:
         result = predict(profile, part, mitigations=mitigations)
-        base = float(result.shares.max())
-        after = float(result.after.shares.max())
-        detail = (f"hotshard predict ({partitioner}, {n_shards} shards): the hottest shard "
-                  f"carries {pct(base)} of the load now, {pct(after)} after")
+        if result.timeline is not None:
+            # a hot shard is hot in a window: the what-if is judged where it melts
+            from hotshard._format import clock
+
+            tl = result.timeline
+            peak = tl.peak
+            span = float(tl.edges_s[-1])
+            base = float(peak.shares.max())
+            after = float(peak.after.shares.max())
+            detail = (f"hotshard predict ({partitioner}, {n_shards} shards): in the profile's "
+                      f"peak window ({clock(tl.peak_start_s, span)}-"
+                      f"{clock(tl.peak_end_s, span)}) the hottest shard, {peak.hottest}, "
+                      f"carries {pct(base)} of that window's load now, {pct(after)} after "
+                      f"(over the whole span {pct(float(result.shares.max()))} now, "
+                      f"{pct(float(result.after.shares.max()))} after)")
+        else:
+            base = float(result.shares.max())
+            after = float(result.after.shares.max())
+            detail = (f"hotshard predict ({partitioner}, {n_shards} shards): the hottest shard "
+                      f"carries {pct(base)} of the load now, {pct(after)} after")
         if hot_cpu is not None and base > 0 and now is None:
             detail += (f"; its CPU ~{pct(hot_cpu)} would fall to ~{pct(hot_cpu * after / base)}"
                        " at the same rate")
@@ -256,8 +272,25 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         notes.append("no load test given: the causes that compare the test with "
                      "production cannot be judged")
     recs = _recommend(ev, found, partitioner, notes, calibrate_from)
+    when = _when(production, profile, partitioner, notes)
     return Diagnosis(production.label, baseline.label if baseline is not None else None,
-                     tuple(findings), tuple(recs), tuple(notes), tuple(warnings))
+                     tuple(findings), tuple(recs), tuple(notes), tuple(warnings), when)
+
+
+def _when(production: Observations, profile: Profile | None, partitioner: str | None,
+          notes: list[str]):
+    """The time axis (``diagnose.windows``): production's peak window and the profile's."""
+    from hotshard.diagnose.windows import window_evidence
+
+    n = len(production.shards) or max((len(w.shards) for w in production.windows), default=0)
+    name = partitioner or production.recorded_partitioner or DEFAULT_PARTITIONER
+    when = window_evidence(production, profile, name, n)
+    if not production.windows and production.shards and profile is not None \
+            and profile.timelines is not None:
+        notes.append("production's evidence has no time axis (windows): its shares are "
+                     "whole-run averages, so a shard hot in one window shows only diluted; "
+                     "`hotshard observe prometheus` and `drive` write windows")
+    return when
 
 
 def _usable(obs: Observations | None, warnings: list[str]) -> Observations | None:

@@ -139,6 +139,9 @@ class Diagnosis:
     warnings : tuple of str
         What undermines the evidence itself (a run marked ``valid: false``: its latency was
         left out); shown before the ranking.
+    when : diagnose.windows.WindowEvidence or None
+        The time axis: production's peak window and the profile's predicted one, when the
+        evidence has windows or the profile timelines.
     """
 
     production: str
@@ -147,6 +150,7 @@ class Diagnosis:
     recommendations: tuple[Recommendation, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    when: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranking", tuple(sorted(self.ranking, key=_sort_key)))
@@ -169,4 +173,5 @@ class Diagnosis:
         return {"production": self.production, "baseline": self.baseline,
                 "ranking": [f.to_dict() for f in self.ranking],
                 "recommendations": [r.to_dict() for r in self.recommendations],
-                "notes": list(self.notes), "warnings": list(self.warnings)}
+                "notes": list(self.notes), "warnings": list(self.warnings),
+                "when": self.when.to_dict() if self.when is not None else None}

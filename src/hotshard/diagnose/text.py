@@ -23,6 +23,11 @@ def diagnosis_text(diagnosis: Diagnosis, *, width: int = 100) -> str:
     lines = [f"Diagnosis of {diagnosis.production!r}{against}"]
     for warning in diagnosis.warnings:
         lines.extend(_wrap("WARNING: " + warning, "", width))
+    if diagnosis.when is not None:
+        lines.append("")
+        lines.append("When:")
+        for sentence in diagnosis.when.sentences:
+            lines.extend(_wrap("- " + sentence, "  ", width))
     lines.append("")
     for rank, f in enumerate(diagnosis.ranking, 1):
         lines.append(f"{rank}. {f.cause:<21} {_MARK[f.verdict]:<13} score {f.score:.2f}  "
