@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from hotshard._atomic import atomic_write, check_writable
 from hotshard._format import ms, pct, pct_apart, rps, times, whole
 from hotshard.diagnose.evidence import rate_of
@@ -45,9 +47,10 @@ __all__ = ["SECTIONS", "build_report", "check_report_path", "write_report"]
 SECTIONS = {
     "profile": "1. Key popularity: rank-frequency of the profile",
     "shards": "2. Per-shard load: uniform keys, the profile, the runs",
-    "latency": "3. Latency percentiles: load test vs production",
-    "mitigations": "4. Mitigations compared",
-    "diagnosis": "5. Diagnosis",
+    "time": "3. When: per-shard load and p99 over time",
+    "latency": "4. Latency percentiles: load test vs production",
+    "mitigations": "5. Mitigations compared",
+    "diagnosis": "6. Diagnosis",
 }
 
 _CSS = """
@@ -317,7 +320,65 @@ def _shards_section(page: _Page, items: Sequence[Observations], roles: Roles,
     return "".join(parts)
 
 
-# -- 3. latency ------------------------------------------------------------------------------
+# -- 3. time ---------------------------------------------------------------------------------
+def _time_section(page: _Page, roles: Roles,
+                  predicted: tuple[ShardLoad, ShardLoad, Prediction] | None) -> str:
+    """Per-shard load over time, from production's windows and the profile's timelines."""
+    from hotshard._format import clock
+    from hotshard.report.timeline import observed_series, predicted_series, timeline_figure
+
+    series = []
+    words = []
+    notes = []
+    observed = observed_series(roles.production)
+    if observed is not None:
+        series.append(observed)
+        w, k = observed.peak
+        span = float(observed.edges_s[-1])
+        sentence = (f"{_e(roles.production.label)}'s peak window is "
+                    f"{clock(observed.edges_s[w], span)}-{clock(observed.edges_s[w + 1], span)}"
+                    f": shard {_e(observed.shard_ids[k])} at {pct(observed.values[w, k])} "
+                    f"({_e(observed.unit)})")
+        if observed.p99_ms is not None and not np.isnan(observed.p99_ms[w]):
+            sentence += f", the window's p99 {_e(_ms(observed.p99_ms[w]))}"
+        words.append(sentence)
+        page.summary.append(sentence + ".")
+    else:
+        notes.append(f"{roles.production.label}: no time axis in its evidence (no windows), "
+                     "so its shares are whole-run averages.")
+    profile_series = predicted_series(predicted[2]) if predicted is not None else None
+    if profile_series is not None:
+        series.append(profile_series)
+        tl = predicted[2].timeline
+        peak = tl.peak
+        span = float(tl.edges_s[-1])
+        keys = ", ".join(f"key {_e(k)} {pct(v)}" for k, v in peak.hottest_keys[:2]
+                         if v >= 0.1 * peak.hottest_keys[0][1])
+        words.append(f"the profile predicts its peak in {clock(tl.peak_start_s, span)}-"
+                     f"{clock(tl.peak_end_s, span)} on shard {peak.hottest}: "
+                     f"{pct(peak.shares[peak.hottest])} of that window's requests ({keys})")
+        for e in tl.events[:5]:
+            words.append(f"event: key {_e(e.key)} on shard {e.shard} carries {pct(e.share)} "
+                         f"of the requests in {clock(e.start_s, span)}-{clock(e.end_s, span)}"
+                         f" ({pct(e.overall_share)} over the whole span)")
+    elif predicted is not None:
+        notes.append("the profile has no timelines (profile it with --time), so when its "
+                     "keys were hot is not predicted.")
+    if not series:
+        return "".join(_note(n) for n in notes) + _note(
+            "Nothing to draw over time: production's evidence has no windows and the profile "
+            "no timelines.")
+    fig = timeline_figure(series)
+    return "".join(["<p>A hot shard is hot in a window: each panel is one source's per-shard "
+                    "load per window (the shards ever hottest drawn one by one, the others' "
+                    "range in grey, the profile's events shaded), with p99 per window where "
+                    "the evidence has it.</p>",
+                    page.figure(fig, "per-shard load over time"),
+                    "<ul>" + "".join(f"<li>{w}</li>" for w in words) + "</ul>" if words else "",
+                    *(_note(n) for n in notes)])
+
+
+# -- 4. latency ------------------------------------------------------------------------------
 def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -> str:
     from hotshard.observations import LATENCY_NAMES
     from hotshard.report.figures import latency_figure
@@ -337,7 +398,10 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
     prod, base = roles.production, roles.baseline
     p99 = prod.latency_ms.p99 if prod.latency_ms else None
     b99 = base.latency_ms.p99 if base is not None and base.latency_ms else None
-    if p99 is not None and b99 is not None and b99 > 0:
+    withheld = _p99_withheld(base, prod) if base is not None else None
+    if withheld and p99 is not None and b99 is not None:
+        notes.append(withheld)
+    elif p99 is not None and b99 is not None and b99 > 0:
         sentence = (f"{_e(prod.label)}'s p99 is {_e(_ms(p99))}, {times(p99 / b99)} "
                     f"{_e(base.label)}'s {_e(_ms(b99))}")
         p_rate, b_rate = rate_of(prod), rate_of(base)
@@ -356,6 +420,18 @@ def _latency_section(page: _Page, items: Sequence[Observations], roles: Roles) -
                     *(_note(n) for n in notes)])
 
 
+def _p99_withheld(before: Observations, after: Observations) -> str | None:
+    """Why two live runs' p99s are not compared (what made each one's latency, and the
+    spread of its repeats, as the runs record them: ``drive.bound.recorded_comparison``), or
+    None when nothing stands against comparing them."""
+    from hotshard.drive.bound import recorded_comparison
+
+    claim = recorded_comparison(before, after)
+    if claim is None or claim.supported:
+        return None
+    return claim.reason[:1].upper() + claim.reason[1:] + "."
+
+
 # -- 4. mitigations --------------------------------------------------------------------------
 def _cpu_cell(run: RunSummary) -> str:
     if run.hottest_cpu is None:
@@ -363,13 +439,16 @@ def _cpu_cell(run: RunSummary) -> str:
     return _e(f"{pct(run.hottest_cpu)} (shard {run.hottest_id})")
 
 
-def _mitigation_words(before: RunSummary, after: RunSummary) -> str:
+def _mitigation_words(before: RunSummary, after: RunSummary,
+                      withheld: str | None = None) -> str:
     what = after.mitigations or "the changes this run made"
     parts = []
     if before.hottest_cpu is not None and after.hottest_cpu is not None:
         parts.append(f"the hottest shard's CPU goes from {pct(before.hottest_cpu)} to "
                      f"{pct(after.hottest_cpu)}")
-    if before.p99_ms is not None and after.p99_ms is not None and after.p99_ms > 0:
+    if withheld:
+        parts.append("p99 is not compared (below)")
+    elif before.p99_ms is not None and after.p99_ms is not None and after.p99_ms > 0:
         change = before.p99_ms / after.p99_ms
         how = f"{times(change)} lower" if change >= 1 else f"{times(1 / change)} higher"
         parts.append(f"p99 from {_ms(before.p99_ms)} to {_ms(after.p99_ms)} ({how})")
@@ -387,10 +466,11 @@ def _mitigations_section(page: _Page, roles: Roles) -> str:
                      "to compare it with production here.")
     runs = [run_summary(o) for o in (roles.production, *roles.mitigated)]
     before = runs[0]
+    withheld = [None, *(_p99_withheld(roles.production, o) for o in roles.mitigated)]
     rows = []
-    for run in runs:
+    for run, held in zip(runs, withheld, strict=True):
         p99 = _ms(run.p99_ms)
-        if run is not before and run.p99_ms and before.p99_ms:
+        if run is not before and run.p99_ms and before.p99_ms and not held:
             p99 += f" ({times(before.p99_ms / run.p99_ms)} lower)" \
                 if run.p99_ms <= before.p99_ms else \
                 f" ({times(run.p99_ms / before.p99_ms)} higher)"
@@ -403,7 +483,9 @@ def _mitigations_section(page: _Page, roles: Roles) -> str:
              for r in runs if 0 < r.cpu_shards < r.n_shards]
     notes += [f"{r.label}: no shard reports CPU" for r in runs if r.cpu_shards == 0]
     notes += [f"{r.label}: no p99 measured" for r in runs if r.p99_ms is None]
-    words = [_mitigation_words(before, after) for after in runs[1:]]
+    notes += [held for held in dict.fromkeys(withheld) if held]
+    words = [_mitigation_words(before, after, held)
+             for after, held in zip(runs[1:], withheld[1:], strict=True)]
     page.summary.append(words[-1])
     fig = mitigation_figure(runs)
     return "".join([
@@ -590,6 +672,7 @@ def build_report(observations: Observations | Sequence[Observations], *,
         bodies = {
             "profile": _profile_section(page, profile),
             "shards": _shards_section(page, items, roles, predicted, layout, layout_note),
+            "time": _time_section(page, roles, predicted),
             "latency": _latency_section(page, items, roles),
             "mitigations": _mitigations_section(page, roles),
             "diagnosis": _diagnosis_section(page, diagnosis),
