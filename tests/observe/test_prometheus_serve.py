@@ -88,6 +88,19 @@ def test_prometheus_preset_hotshard_matches_the_services_own_stats(tmp_path):
         exact = new[k]["p99_ms"]
         assert shard["p50_ms"] <= shard["p99_ms"]
         assert shard["p99_ms"] / BUCKET_RATIO <= exact <= shard["p99_ms"] * BUCKET_RATIO * 1.02
+    # the time axis: every counter rise is in exactly one window (the later scrape's), so the
+    # windows' requests add up to each shard's whole-run count; the hot shard is hottest in
+    # the busiest window
+    windows = obs["windows"]
+    assert len(windows) >= 2
+    for k, shard in shards.items():
+        in_windows = sum(next(s["requests"] for s in w["shards"] if s["id"] == k)
+                         for w in windows)
+        assert in_windows == shard["requests"], (k, in_windows, shard["requests"])
+    busiest = max(windows, key=lambda w: w["requests"])
+    assert max(busiest["shards"], key=lambda s: s["requests"])["id"] == hottest
+    assert all(0 <= s["cpu"] <= 1 for w in windows for s in w["shards"] if "cpu" in s)
+    assert any(w.get("latency_ms", {}).get("p99") for w in windows)
     # production observed from Prometheus against the uniform load test: key skew
     r = run_cli("diagnose", str(out), "--baseline", str(uniform), "--json")
     assert r.returncode == 0, r.stderr

@@ -37,8 +37,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from hotshard.errors import InputError
-from hotshard.observations import Observations, ShardObservation
-from hotshard.observe._common import CPU_SLACK_S, Notes, build, finite, iso, settle_fraction
+from hotshard.observations import MAX_WINDOWS, Observations, ShardObservation, TimeWindow
+from hotshard.observe._common import (
+    CPU_SLACK_S,
+    Notes,
+    build,
+    finite,
+    iso,
+    natural_key,
+    settle_fraction,
+)
 
 __all__ = ["LATENCY_QUANTILES", "PRESETS", "Preset", "PrometheusClient", "observe_prometheus"]
 
@@ -156,6 +164,14 @@ class PrometheusClient:
             raise InputError(f"the query {promql!r} gives one {kind}, not series per shard")
         return str(kind), result if isinstance(result, list) else []
 
+    def query_range(self, promql: str, start: float, end: float, step: float
+                    ) -> list[dict[str, Any]]:
+        """The results of a range query: one value per ``step`` from ``start`` to ``end``."""
+        data = self._get("/api/v1/query_range", {"query": promql, "start": f"{start:.3f}",
+                                                 "end": f"{end:.3f}", "step": f"{step:.3f}"})
+        result = data.get("result") if isinstance(data, dict) else None
+        return result if isinstance(result, list) else []
+
     def series_exist(self, selector: str) -> bool:
         """Whether any series matches ``selector`` at any time Prometheus holds."""
         data = self._get("/api/v1/series", {"match[]": selector})
@@ -195,6 +211,8 @@ class _Grouped:
     values: dict[str, float]
     span: float | None
     nodes: dict[str, str]
+    # a counter's raw samples per shard, one list of (time, value) per series: the time axis
+    samples: dict[str, list[list[tuple[float, float]]]] | None = None
 
 
 class _Query:
@@ -271,6 +289,11 @@ class _Query:
             return None if got is None else (got[0], got[2] - got[1])
 
         grouped = self._group(what, expr, results, value_of)
+        grouped.samples = {}
+        for r in results:
+            points = [(float(t), finite(v)) for t, v in r.get("values", [])]
+            grouped.samples.setdefault(str(r["metric"][self.shard_label]), []).append(
+                [(t, v) for t, v in points if v is not None])
         if not grouped.values or not grouped.span:
             raise InputError(f"{what}: {expr!r} has fewer than two samples per series between "
                              f"{iso(self.start)} and {iso(self.end)}: a longer window, or a "
@@ -347,6 +370,132 @@ def _latency(q: _Query, expr: str, notes: Notes
     return run, per_shard
 
 
+# a window holds at least this many scrapes (a counter's rise inside fewer is mostly the
+# scrape grid's phase) and a run at most WINDOWS_PER_RUN windows
+SCRAPES_PER_WINDOW = 4
+WINDOWS_PER_RUN = 60
+
+
+def window_edges(groups: list[_Grouped], start: float, end: float):
+    """Equal windows over [start, end]: as many as ``WINDOWS_PER_RUN``, each at least
+    ``SCRAPES_PER_WINDOW`` scrape intervals long (the median interval of the counters'
+    samples); None when the run holds fewer than two such windows."""
+    import numpy as np
+
+    gaps = [b[0] - a[0] for g in groups for series in (g.samples or {}).values()
+            for points in series for a, b in zip(points, points[1:], strict=False)]
+    if not gaps:
+        return None
+    width = max((end - start) / WINDOWS_PER_RUN, SCRAPES_PER_WINDOW * float(np.median(gaps)))
+    n = min(int((end - start) // width), MAX_WINDOWS)
+    if n < 2:
+        return None
+    return np.linspace(start, end, n + 1)   # they tile the run: every scrape in one window
+
+
+def window_rises(group: _Grouped, edges) -> dict[str, Any]:
+    """Per shard, each window's counter increase: every rise between two samples (a fall is a
+    reset: the new value is the rise, as ``counter_increase``) counted in the window holding
+    the later sample. The windows' rises add up to the run's increase (less those outside)."""
+    import numpy as np
+
+    out = {}
+    for shard, series in (group.samples or {}).items():
+        total = np.zeros(edges.size - 1)
+        for points in series:
+            if len(points) < 2:
+                continue
+            t = np.array([p[0] for p in points])
+            v = np.array([p[1] for p in points])
+            rise = np.where(v[1:] >= v[:-1], v[1:] - v[:-1], v[1:])
+            w = np.searchsorted(edges, t[1:], side="right") - 1
+            w[(w == total.size) & (t[1:] <= edges[-1])] = total.size - 1  # at the run's end
+            inside = (w >= 0) & (w < total.size)
+            np.add.at(total, w[inside], rise[inside])
+        out[shard] = total
+    return out
+
+
+def _latency_windows(q: _Query, expr: str, edges) -> tuple[list, dict[str, list]]:
+    """Each window's p99 (ms) for the run and per shard, from range queries of the
+    histogram's rates over each window, evaluated at the window's end."""
+    step = float(edges[1] - edges[0])
+    rng = f"{max(1, math.ceil(step * 1000))}ms"
+    rates = f"rate({expr}[{rng}])" if is_selector(expr) else expr.replace("$__range", rng)
+    scale = _latency_unit(expr)
+    n = edges.size - 1
+
+    def series(promql: str, by_shard: bool) -> dict[str | None, list]:
+        out: dict[str | None, list] = {}
+        for r in q.client.query_range(promql, float(edges[1]), float(edges[-1]), step):
+            key = str(r.get("metric", {}).get(q.shard_label)) if by_shard else None
+            row = out.setdefault(key, [None] * n)
+            for t, v in r.get("values", []):
+                w = int(round((float(t) - float(edges[0])) / step)) - 1
+                value = finite(v)
+                if 0 <= w < n and value is not None:
+                    row[w] = round(value * scale, 6)
+        return out
+
+    run = series(f"histogram_quantile(0.99, sum by (le) ({rates}))", False).get(None,
+                                                                                 [None] * n)
+    per = series(f"histogram_quantile(0.99, sum by ({q.shard_label}, le) ({rates}))", True)
+    return run, {k: v for k, v in per.items() if k is not None}
+
+
+def _windows(q: _Query, start: float, groups: dict[str, _Grouped], latency: str | None,
+             notes: Notes) -> tuple[TimeWindow, ...]:
+    """The run's time axis from the counters' raw samples (requests and CPU per shard per
+    window) and, with a histogram, range queries of each window's p99."""
+    counted = [g for g in groups.values() if g.samples]
+    if not counted:
+        return ()
+    edges = window_edges(counted, q.start, q.end)
+    if edges is None:
+        notes.add("no windows: the run is shorter than two windows of "
+                  f"{SCRAPES_PER_WINDOW} scrapes")
+        return ()
+    width = float(edges[1] - edges[0])
+    requests = window_rises(groups["requests"], edges) if "requests" in groups else {}
+    cpu = window_rises(groups["cpu"], edges) if "cpu" in groups else {}
+    run_p99: list = [None] * (edges.size - 1)
+    shard_p99: dict[str, list] = {}
+    if latency:
+        try:
+            run_p99, shard_p99 = _latency_windows(q, latency, edges)
+        except InputError as exc:
+            notes.add(f"no p99 per window: {exc}")
+    ids = sorted(set(requests) | set(cpu), key=natural_key)
+    out = []
+    for w in range(edges.size - 1):
+        shards = []
+        for shard in ids:
+            values: dict[str, Any] = {}
+            if shard in requests:
+                values["requests"] = max(0, round(float(requests[shard][w])))
+            if shard in cpu:
+                busy = float(cpu[shard][w]) / width
+                if 0 <= busy <= 1 + CPU_SLACK_S / width:
+                    values["cpu"] = round(min(busy, 1.0), 6)
+            p99 = shard_p99.get(shard, [None] * (w + 1))[w]
+            if p99 is not None:
+                values["p99_ms"] = p99
+            shards.append(ShardObservation(id=shard, **values))
+        total = sum(s.requests for s in shards if s.requests is not None)
+        fields: dict[str, Any] = {}
+        if requests:
+            fields["requests"] = total
+            fields["rate_rps"] = round(total / width, 3)
+        if run_p99[w] is not None:
+            fields["latency_ms"] = {"p99": run_p99[w]}
+        out.append(TimeWindow(start_s=round(float(edges[w]) - start, 3),
+                              end_s=round(float(edges[w + 1]) - start, 3), shards=tuple(shards),
+                              **fields))
+    notes.add(f"windows: {len(out)} of {width:.1f} s, each counter rise counted in the window "
+              "of its later scrape")
+    return tuple(out)
+
+
 def observe_prometheus(url: str, *, start: float, end: float, preset: str | None = None,
                        shard_label: str | None = None, node_label: str | None = None,
                        cpu: str | None = None, requests: str | None = None,
@@ -410,6 +559,7 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
     # span (a CPU counter's scrapes inside the window would divide a count over the whole
     # window by a shorter time, and without one the rate would be missing)
     requests_span: float | None = None
+    counted: dict[str, _Grouped] = {}
 
     def take(name: str, grouped: _Grouped, convert) -> None:
         nodes.update(grouped.nodes)
@@ -422,6 +572,7 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         expr = queries["requests"]
         if is_selector(expr):
             g = q.counters("requests", expr)
+            counted["requests"] = g
             spans.append(g.span or 0.0)
             requests_span = g.span
         else:
@@ -436,6 +587,7 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         expr = queries["cpu"]
         if is_selector(expr):
             g = q.counters("cpu", expr)
+            counted["cpu"] = g
             spans.append(g.span or 0.0)
             span = g.span or 1.0
             raw = {s: v / span for s, v in g.values.items()}
@@ -511,6 +663,9 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
                       f"({requests_span:.1f} s of {end - start:.1f} s)")
     elif not queries["requests"]:
         fields["duration_s"] = round(span, 3) if span else round(end - start, 3)
+    windows = _windows(q, start, counted, queries["latency"], notes)
+    if windows:
+        fields["windows"] = windows
     source = {"source": "prometheus", "url": q.client.url, "start": iso(start),
               "end": iso(end), "preset": preset, "shard_label": shard_label,
               "queries": {k: v for k, v in queries.items() if v}}
