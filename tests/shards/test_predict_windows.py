@@ -85,8 +85,11 @@ def test_an_event_across_two_windows_is_one_event(straddling):
     events = [e for e in out["events"] if e["key"] == str(EVENT_KEY)]
     assert len(events) == 1
     e = events[0]
-    assert abs(e["start_s"] - trace.event_start) <= WINDOW
-    assert abs(e["end_s"] - trace.event_end) <= WINDOW
+    # read in the profile's sub-windows (a tenth of a window): the event's own span and share,
+    # not two windows at half of it
+    assert abs(e["start_s"] - trace.event_start) <= WINDOW / 10
+    assert abs(e["end_s"] - trace.event_end) <= WINDOW / 10
+    assert abs(e["share"] - trace.event_share) < 0.05
     # the share is of the reported span's requests, as the raw trace has it
     assert abs(e["share"] - _true_share(trace, EVENT_KEY, e["start_s"], e["end_s"])) < 0.01
 
@@ -153,3 +156,21 @@ def test_the_cli_leads_with_the_peak(aligned, tmp_path):
     assert second.startswith(f"  in 60:00-70:00 shard {shard} carries ")
     assert f"key {EVENT_KEY}, " in run.stdout.split("over the whole span")[0]
     assert f"event: key {EVENT_KEY} (shard {shard})" in run.stdout
+
+
+def test_the_event_detail_round_trips_and_is_checked(straddling, tmp_path):
+    from hotshard.errors import ProfileError
+
+    _, profile = straddling
+    detail = profile.timelines.detail
+    assert [profile.head_keys[d.key] for d in detail] == [str(EVENT_KEY)]
+    path = tmp_path / "p.json"
+    profile.save(path)
+    assert path.stat().st_size < 100_000
+    again = Profile.load(path)
+    assert again.timelines.detail[0].counts.tolist() == detail[0].counts.tolist()
+    doc = json.loads(path.read_text())
+    doc["timelines"]["detail"][0]["counts"][3] += 1   # no longer adds up to its window
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=r"timelines\.detail\[0\] does not fit"):
+        Profile.load(path)

@@ -6,6 +6,22 @@ head key (the keys the profile names anyway) the section keeps its requests in e
 ``WINDOWS`` equal windows of the profile's span, in head order. Counts only, and only for keys
 already in the head. ``generate`` places a head key's requests by its timeline, so the event
 channel is hot when it was hot.
+
+Twelve windows are coarse for the question this section answers: a ten-minute event in a
+two-hour trace straddles two of them and reads as two windows at half its share. So for the
+head keys that are *events* (the rule below: ``event_mask``) the section also keeps
+``detail``: the key's requests and all requests in ``DETAIL_BINS`` sub-windows of each window
+from one before its first hot window to one after its last, at most ``MAX_DETAILED`` keys.
+A few hundred numbers more, and the event's start, end and share are read at a tenth of a
+window.
+
+The event rule (one place: ``predict`` reads events by it too). A head key is an event in a
+window when its share of that window's requests is at least ``EVENT_RATIO`` times its share
+of the whole span, at least ``EVENT_MIN_SHARE`` of the window (below that no key makes a
+shard hot), and more requests than its steady share would give by ``EVENT_SIGMAS`` Poisson
+standard deviations (so a rare key's noise in a quiet window is not an event), in a window
+carrying at least ``QUIET_WINDOW`` of an average window's requests (a near-empty window can
+show any share).
 """
 
 from __future__ import annotations
@@ -19,9 +35,48 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 
-__all__ = ["WINDOWS", "Timelines", "measure_timelines"]
+__all__ = ["DETAIL_BINS", "EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "EventDetail",
+           "WINDOWS", "Timelines", "event_mask", "measure_timelines"]
 
 WINDOWS = 12  # a year in months, a day in two-hour steps: 500 keys x 12 stay ~40 KB
+DETAIL_BINS = 10
+MAX_DETAILED = 20
+EVENT_RATIO = 3.0
+EVENT_MIN_SHARE = 0.01
+EVENT_SIGMAS = 5.0
+QUIET_WINDOW = 0.1
+
+
+def event_mask(counts: NDArray, overall: NDArray, requests: NDArray) -> NDArray[np.bool_]:
+    """``mask[i, w]``: head key i is an event in window w (the module's rule). ``counts`` are
+    the keys' requests per window, ``overall`` their shares of the whole span, ``requests``
+    every window's requests."""
+    counts = np.asarray(counts, dtype=np.float64)
+    requests = np.asarray(requests, dtype=np.float64)
+    expected = np.outer(overall, requests)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.nan_to_num(counts / requests[None, :])
+    busy = requests >= QUIET_WINDOW * requests.mean() if requests.size else requests > 0
+    return ((share >= EVENT_RATIO * np.asarray(overall)[:, None]) & (share >= EVENT_MIN_SHARE)
+            & (counts - expected > EVENT_SIGMAS * np.sqrt(np.maximum(expected, 1.0)))
+            & busy[None, :])
+
+
+@dataclass(frozen=True)
+class EventDetail:
+    """An event key's requests (``counts``) and all requests (``totals``) in sub-windows of
+    ``1 / DETAIL_BINS`` of a window, from window ``from_window`` on."""
+
+    key: int
+    from_window: int
+    bins_per_window: int
+    counts: NDArray[np.int64]
+    totals: NDArray[np.int64]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "from_window": self.from_window,
+                "bins_per_window": self.bins_per_window, "counts": self.counts.tolist(),
+                "totals": self.totals.tolist()}
 
 
 @dataclass(frozen=True)
@@ -31,14 +86,18 @@ class Timelines:
     start: float
     seconds: float
     counts: NDArray[np.int64]
+    detail: tuple[EventDetail, ...] = ()
 
     @property
     def windows(self) -> int:
         return int(self.counts.shape[1])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"start": float(self.start), "seconds": float(self.seconds),
-                "windows": self.windows, "counts": self.counts.tolist()}
+        out = {"start": float(self.start), "seconds": float(self.seconds),
+               "windows": self.windows, "counts": self.counts.tolist()}
+        if self.detail:
+            out["detail"] = [d.to_dict() for d in self.detail]
+        return out
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "timelines") -> Timelines:
@@ -59,7 +118,8 @@ class Timelines:
             raise ProfileError(f"{where}.counts must be one list of {windows!r} integers >= 0 "
                                "per head key")
         counts = np.asarray(rows, dtype=np.int64).reshape(len(rows), windows)
-        return cls(float(doc["start"]), float(doc["seconds"]), counts)
+        detail = _details(doc.get("detail"), counts, where)
+        return cls(float(doc["start"]), float(doc["seconds"]), counts, detail)
 
     def cumulative(self) -> NDArray[np.float64]:
         """Each key's cumulative share at the window edges (keys x windows + 1), for placing
@@ -69,6 +129,40 @@ class Timelines:
                                 np.cumsum(self.counts, axis=1)], axis=1)
         uniform = np.linspace(0.0, 1.0, self.windows + 1)[None, :]
         return np.where(totals > 0, edges / np.maximum(totals, 1.0), uniform)
+
+
+def _details(doc: Any, counts: NDArray[np.int64], where: str) -> tuple[EventDetail, ...]:
+    """The ``detail`` list, each entry checked against the key's own window counts."""
+    if doc is None:
+        return ()
+    if not isinstance(doc, list) or len(doc) > MAX_DETAILED:
+        raise ProfileError(f"{where}.detail must be a list of at most {MAX_DETAILED} objects")
+    keys, windows = counts.shape
+    out = []
+    for j, item in enumerate(doc):
+        at = f"{where}.detail[{j}]"
+        if not isinstance(item, Mapping):
+            raise ProfileError(f"{at} must be an object")
+        numbers = [item.get(n) for n in ("key", "from_window", "bins_per_window")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers):
+            raise ProfileError(f"{at}: key, from_window and bins_per_window must be integers "
+                               ">= 0")
+        key, first, bins = numbers
+        lists = [item.get(n) for n in ("counts", "totals")]
+        if not all(isinstance(v, list) and all(isinstance(c, int) and not isinstance(c, bool)
+                                                and c >= 0 for c in v) for v in lists):
+            raise ProfileError(f"{at}: counts and totals must be lists of integers >= 0")
+        c, t = (np.asarray(v, dtype=np.int64) for v in lists)
+        span = c.size // bins if bins else 0
+        if key >= keys or bins < 1 or c.size != t.size or c.size % bins or span < 1 \
+                or first + span > windows or np.any(c > t) \
+                or not np.array_equal(c.reshape(span, bins).sum(axis=1),
+                                      counts[key, first:first + span]):
+            raise ProfileError(f"{at} does not fit its key's timeline: counts must fill whole "
+                               "windows inside the timeline, add up to the key's count in "
+                               "each, and never exceed the totals")
+        out.append(EventDetail(key, first, bins, c, t))
+    return tuple(out)
 
 
 def measure_timelines(stream: NDArray[np.uint64], times: NDArray[np.float64],
@@ -93,4 +187,25 @@ def measure_timelines(stream: NDArray[np.uint64], times: NDArray[np.float64],
                         windows - 1)
     counts = np.bincount(head_index * windows + window,
                          minlength=head_hashes.size * windows).reshape(-1, windows)
-    return Timelines(start, end - start, counts.astype(np.int64))
+    # every request in sub-windows (the event keys' detail reads them)
+    bins = windows * DETAIL_BINS
+    fine_all = np.minimum(((t - start) / (end - start) * bins).astype(np.int64), bins - 1)
+    totals_fine = np.bincount(fine_all, minlength=bins)
+    requests = totals_fine.reshape(windows, DETAIL_BINS).sum(axis=1)
+    overall = counts.sum(axis=1) / max(t.size, 1)
+    hot = event_mask(counts, overall, requests)
+    flagged = np.flatnonzero(hot.any(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        peak = np.nan_to_num(counts / requests[None, :]).max(axis=1)
+    flagged = flagged[np.argsort(-peak[flagged], kind="stable")][:MAX_DETAILED]
+    detail = []
+    fine_hit = fine_all[hit]
+    for i in sorted(flagged.tolist()):
+        w = np.flatnonzero(hot[i])
+        first, last = max(int(w[0]) - 1, 0), min(int(w[-1]) + 1, windows - 1)
+        lo, hi = first * DETAIL_BINS, (last + 1) * DETAIL_BINS
+        mine = fine_hit[head_index == i]
+        key_fine = np.bincount(mine[(mine >= lo) & (mine < hi)] - lo, minlength=hi - lo)
+        detail.append(EventDetail(int(i), first, DETAIL_BINS, key_fine.astype(np.int64),
+                                  totals_fine[lo:hi].astype(np.int64)))
+    return Timelines(start, end - start, counts.astype(np.int64), tuple(detail))

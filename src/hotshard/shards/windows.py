@@ -13,12 +13,13 @@ span's is given: head keys placed exactly, the tail spread by its mean and varia
 * The *peak* is the window and shard with the largest share of that window's requests, among
   windows carrying at least a tenth of an average window's requests: a near-empty window can
   show any share (three requests on one shard are 100%), and cannot melt anything.
-* An *event* is a head key whose share of a window's requests is far above its share of the
-  whole span: at least ``EVENT_RATIO`` times it, at least ``EVENT_MIN_SHARE`` of the window
-  (below that no key makes a shard hot), and more requests than its steady share would give
-  by ``EVENT_SIGMAS`` Poisson standard deviations (so a rare key's noise in a quiet window is
-  not an event). Adjacent windows of one key's event are one event; its share is of all the
-  requests in its span.
+* An *event* is a head key far hotter in a window than over the whole span, by the profile's
+  one rule (``profile.timelines.event_mask``). Adjacent windows of one key's event are one
+  event. Where the profile kept the event's detail (sub-windows of a tenth of a window), its
+  start, end and share are read there: the sub-windows around its busiest one where it keeps
+  at least half that share (a ten-minute event across two ten-minute windows is one ten-minute
+  event at its own share, not two windows at half of it). Its share is of all the requests
+  in its span.
 """
 
 from __future__ import annotations
@@ -32,15 +33,11 @@ from numpy.typing import NDArray
 
 from hotshard.mitigations import Mitigations
 from hotshard.profile.document import Profile
+from hotshard.profile.timelines import EVENT_MIN_SHARE, QUIET_WINDOW, event_mask
 from hotshard.shards.partitioners import Partitioner
 
-__all__ = ["EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "KeyEvent", "TimelinePrediction",
-           "predict_windows"]
+__all__ = ["KeyEvent", "TimelinePrediction", "predict_windows"]
 
-EVENT_RATIO = 3.0
-EVENT_MIN_SHARE = 0.01
-EVENT_SIGMAS = 5.0
-QUIET_WINDOW = 0.1   # a window with under this fraction of an average window's requests
 MAX_EVENTS = 20
 
 
@@ -168,8 +165,9 @@ def predict_windows(profile: Profile, partitioner: Partitioner, placed: NDArray[
                                      tail_events, requests[peak_w]),
                         partitioner, rps=_window_rate(rps, requests, peak_w),
                         capacity=capacity, mitigations=mitigations)
+    details = {d.key: d for d in tl.detail}
     return TimelinePrediction(edges, requests, shares, peak_w, peak,
-                              _events(whole, counts, requests, edges, busy), steady)
+                              _events(whole, counts, requests, edges, details), steady)
 
 
 def _window_rate(rps: float | None, requests: NDArray[np.float64], w: int) -> float | None:
@@ -194,15 +192,10 @@ def _window_load(whole: Any, counts: NDArray[np.float64], tail: float,
 
 
 def _events(whole: Any, counts: NDArray[np.float64], requests: NDArray[np.float64],
-            edges: NDArray[np.float64], busy: NDArray[np.bool_]) -> tuple[KeyEvent, ...]:
+            edges: NDArray[np.float64], details: dict) -> tuple[KeyEvent, ...]:
     """Head keys far hotter in some windows than overall (module notes), hottest first."""
     overall = whole.counts / whole.events                      # each key's whole-span share
-    expected = np.outer(overall, requests)                      # keys x windows at that share
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.nan_to_num(counts / requests[None, :])
-    hot = ((share >= EVENT_RATIO * overall[:, None]) & (share >= EVENT_MIN_SHARE)
-           & (counts - expected > EVENT_SIGMAS * np.sqrt(np.maximum(expected, 1.0)))
-           & busy[None, :])
+    hot = event_mask(counts, overall, requests)
     out: list[KeyEvent] = []
     for i in np.flatnonzero(hot.any(axis=1)):
         row = hot[i]
@@ -215,10 +208,46 @@ def _events(whole: Any, counts: NDArray[np.float64], requests: NDArray[np.float6
             while end + 1 < row.size and row[end + 1]:
                 end += 1
             span = slice(w, end + 1)
-            out.append(KeyEvent(whole.keys[i], int(whole.placed[i]), float(edges[w]),
-                                float(edges[end + 1]),
-                                float(counts[i, span].sum() / requests[span].sum()),
+            start_s, end_s = float(edges[w]), float(edges[end + 1])
+            share = float(counts[i, span].sum() / requests[span].sum())
+            fine = _refined(details.get(int(i)), edges, w, end)
+            if fine is not None:
+                start_s, end_s, share = fine
+            out.append(KeyEvent(whole.keys[i], int(whole.placed[i]), start_s, end_s, share,
                                 float(overall[i])))
             w = end + 1
     out.sort(key=lambda e: -e.share)
     return tuple(out[:MAX_EVENTS])
+
+
+def _refined(detail, edges: NDArray[np.float64], first: int, last: int
+             ) -> tuple[float, float, float] | None:
+    """(start_s, end_s, share) of an event over windows first..last, read in the profile's
+    sub-windows: the run of sub-windows around the busiest where the key keeps at least half
+    its busiest share (and ``EVENT_MIN_SHARE``). None without detail covering them."""
+    if detail is None:
+        return None
+    bins = detail.bins_per_window
+    lo = (first - detail.from_window) * bins
+    hi = (last + 1 - detail.from_window) * bins
+    if lo < 0 or hi > detail.counts.size:
+        return None
+    c = detail.counts.astype(np.float64)
+    t = detail.totals.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.nan_to_num(c / t)
+    peak = lo + int(np.argmax(share[lo:hi]))
+    keep = max(0.5 * share[peak], EVENT_MIN_SHARE)
+    a = peak
+    while a - 1 >= 0 and share[a - 1] >= keep:
+        a -= 1
+    b = peak
+    while b + 1 < share.size and share[b + 1] >= keep:
+        b += 1
+    width = (edges[1] - edges[0]) / bins
+    origin = edges[0] + detail.from_window * (edges[1] - edges[0])
+    total = t[a:b + 1].sum()
+    if total <= 0:
+        return None
+    return (float(origin + a * width), float(origin + (b + 1) * width),
+            float(c[a:b + 1].sum() / total))
