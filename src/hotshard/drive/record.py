@@ -11,10 +11,17 @@ the partitioner) the requests, the failures by kind and the successes' latency. 
 the range is recorded at the top of the range and counted in ``overflow``, never dropped.
 Interval histograms (one per second, of successes) feed ``--hlog``, the standard HdrHistogram
 interval log.
+
+The time axis (the observations' ``windows``): per window of ``window_s`` (1 s) by *intended*
+send time (the load the schedule offered then), per shard and for the run, the requests, the
+failures and the successes' latency in a compact log histogram (``WINDOW_OCTAVE_BINS`` buckets
+an octave: a percentile within 4.5%, in a sparse dict of the buckets used). Mergeable like the
+rest, so a run over several processes or Locust workers has one series.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +36,8 @@ LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 DIGITS = 3
 MAX_TRACKED_KEYS = 1_000_000  # distinct keys are counted up to this (then: at least this)
+WINDOW_OCTAVE_BINS = 8
+RUN = ""  # the run's own row in a window's tallies (shard ids are never empty)
 PERCENTILES = {"min": None, "p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0,
                "p999": 99.9, "p9999": 99.99, "max": None}
 
@@ -164,6 +173,23 @@ class Recorder:
         self._interval = _histogram()
         self._interval_index = 0
         self.intervals: list[tuple[int, str]] = []  # (index, encoded) of finished intervals
+        self.window_s = interval_s
+        # window index -> shard (RUN for all) -> [requests, failures, {log bucket: successes}]
+        self.windows: dict[int, dict[str, list]] = {}
+
+    def _window(self, intended: float, shard: str | None, error: bool,
+                latency_s: float) -> None:
+        rows = self.windows.setdefault(int(max(intended, 0.0) // self.window_s), {})
+        bucket = int(math.log2(max(latency_s * 1e6, 1.0)) * WINDOW_OCTAVE_BINS)
+        for name in (RUN, shard) if shard is not None else (RUN,):
+            row = rows.get(name)
+            if row is None:
+                row = rows[name] = [0, 0, {}]
+            row[0] += 1
+            if error:
+                row[1] += 1
+            else:
+                row[2][bucket] = row[2].get(bucket, 0) + 1
 
     def _value(self, hist: HdrHistogram, seconds: float) -> None:
         us = max(LOWEST_US, int(seconds * 1e6))
@@ -184,6 +210,7 @@ class Recorder:
             self._value(self._interval, done - intended)
             self._value(self.service, done - sent)
         self._value(self.lag, max(0.0, sent - intended))
+        self._window(intended, shard, bool(error), done - intended)
         if is_read:
             self.reads += 1
         else:
@@ -256,7 +283,11 @@ class Recorder:
                 "overflow": self.overflow, "reads": self.reads, "writes": self.writes,
                 "payload_bytes": self.payload_bytes, "keys": sorted(self.keys),
                 "last_sent": self.last_sent, "stopped_at": self.stopped_at,
-                "intervals": self.intervals, "interval_s": self.interval_s}
+                "intervals": self.intervals, "interval_s": self.interval_s,
+                "window_s": self.window_s,
+                "windows": {str(w): {s: [r[0], r[1], {str(b): c for b, c in r[2].items()}]
+                                     for s, r in rows.items()}
+                            for w, rows in self.windows.items()}}
 
     def merge(self, encoded: dict[str, Any]) -> None:
         """Add another process's ``encode()`` into this recorder."""
@@ -277,6 +308,14 @@ class Recorder:
         stops = [t for t in (self.stopped_at, encoded.get("stopped_at")) if t is not None]
         self.stopped_at = max(stops) if stops else None
         self.intervals.extend((int(i), h) for i, h in encoded["intervals"])
+        for w, rows in encoded.get("windows", {}).items():
+            mine = self.windows.setdefault(int(w), {})
+            for shard, (requests, errors, buckets) in rows.items():
+                row = mine.setdefault(shard, [0, 0, {}])
+                row[0] += requests
+                row[1] += errors
+                for b, c in buckets.items():
+                    row[2][int(b)] = row[2].get(int(b), 0) + c
 
     def merged_intervals(self) -> list[tuple[int, HdrHistogram]]:
         """One histogram per interval index, every process's added together, in order."""
