@@ -69,14 +69,18 @@ class TimelinePrediction:
     peak: Any                             # a shards.predict.Prediction
     events: tuple[KeyEvent, ...]
     tail_steady: bool                     # no arrivals section: the tail spread evenly
+    # the peak read in an event's detail (its own span, not the window's), when it was
+    peak_span: tuple[float, float] | None = None
+    peak_requests: float = 0.0            # requests in the peak's span
 
     @property
     def peak_start_s(self) -> float:
-        return float(self.edges_s[self.peak_window])
+        return self.peak_span[0] if self.peak_span else float(self.edges_s[self.peak_window])
 
     @property
     def peak_end_s(self) -> float:
-        return float(self.edges_s[self.peak_window + 1])
+        return (self.peak_span[1] if self.peak_span
+                else float(self.edges_s[self.peak_window + 1]))
 
     def to_dict(self) -> dict[str, Any]:
         peak = self.peak
@@ -84,7 +88,7 @@ class TimelinePrediction:
         out: dict[str, Any] = {
             "peak": {
                 "start_s": self.peak_start_s, "end_s": self.peak_end_s,
-                "requests": float(self.requests[self.peak_window]),
+                "requests": float(self.peak_requests),
                 "shards": [{"shard": s, "share": float(v)} for s, v in enumerate(peak.shares)],
                 "hottest": {"shard": hot, "share": float(peak.shares[hot]),
                             "top_keys": [{"key": k, "share": v}
@@ -166,8 +170,29 @@ def predict_windows(profile: Profile, partitioner: Partitioner, placed: NDArray[
                         partitioner, rps=_window_rate(rps, requests, peak_w),
                         capacity=capacity, mitigations=mitigations)
     details = {d.key: d for d in tl.detail}
-    return TimelinePrediction(edges, requests, shares, peak_w, peak,
-                              _events(whole, counts, requests, edges, details), steady)
+    events, spans = _events(whole, counts, requests, edges, details)
+    # the peak's own key an event read in detail: the peak is that event's span, its other
+    # keys and tail at their share of the windows it falls in
+    span, peak_requests = None, float(requests[peak_w])
+    if peak.hottest_keys:
+        top = whole.keys.index(peak.hottest_keys[0][0])
+        for (i, first), (last, start_s, end_s, key_count, total) in spans.items():
+            if i == top and first <= peak_w <= last:
+                cover = slice(first, last + 1)
+                others = requests[cover].sum() - counts[i, cover].sum()
+                scale = max(total - key_count, 0.0) / others if others > 0 else 0.0
+                fine = counts[:, cover].sum(axis=1) * scale
+                fine[i] = key_count
+                peak = predict_load(
+                    _window_load(whole, fine, tail_w[cover].sum() * scale, tail_shape,
+                                 tail_events, total), partitioner,
+                    rps=None if rps is None else rps * (total / (end_s - start_s))
+                    / (requests.sum() / float(tl.seconds)),
+                    capacity=capacity, mitigations=mitigations)
+                span, peak_requests = (start_s, end_s), total
+                break
+    return TimelinePrediction(edges, requests, shares, peak_w, peak, events, steady, span,
+                              peak_requests)
 
 
 def _window_rate(rps: float | None, requests: NDArray[np.float64], w: int) -> float | None:
@@ -192,11 +217,14 @@ def _window_load(whole: Any, counts: NDArray[np.float64], tail: float,
 
 
 def _events(whole: Any, counts: NDArray[np.float64], requests: NDArray[np.float64],
-            edges: NDArray[np.float64], details: dict) -> tuple[KeyEvent, ...]:
-    """Head keys far hotter in some windows than overall (module notes), hottest first."""
+            edges: NDArray[np.float64], details: dict) -> tuple[tuple[KeyEvent, ...], dict]:
+    """Head keys far hotter in some windows than overall (module notes), hottest first; and
+    the events read in detail, by (key index, first window): (last window, start_s, end_s,
+    the key's requests, all requests)."""
     overall = whole.counts / whole.events                      # each key's whole-span share
     hot = event_mask(counts, overall, requests)
     out: list[KeyEvent] = []
+    spans: dict = {}
     for i in np.flatnonzero(hot.any(axis=1)):
         row = hot[i]
         w = 0
@@ -212,17 +240,20 @@ def _events(whole: Any, counts: NDArray[np.float64], requests: NDArray[np.float6
             share = float(counts[i, span].sum() / requests[span].sum())
             fine = _refined(details.get(int(i)), edges, w, end)
             if fine is not None:
-                start_s, end_s, share = fine
+                start_s, end_s, key_count, total = fine
+                share = key_count / total
+                spans[(int(i), w)] = (end, start_s, end_s, key_count, total)
             out.append(KeyEvent(whole.keys[i], int(whole.placed[i]), start_s, end_s, share,
                                 float(overall[i])))
             w = end + 1
     out.sort(key=lambda e: -e.share)
-    return tuple(out[:MAX_EVENTS])
+    return tuple(out[:MAX_EVENTS]), spans
 
 
 def _refined(detail, edges: NDArray[np.float64], first: int, last: int
-             ) -> tuple[float, float, float] | None:
-    """(start_s, end_s, share) of an event over windows first..last, read in the profile's
+             ) -> tuple[float, float, float, float] | None:
+    """(start_s, end_s, its requests, all requests) of an event over windows first..last,
+    read in the profile's
     sub-windows: the run of sub-windows around the busiest where the key keeps at least half
     its busiest share (and ``EVENT_MIN_SHARE``). None without detail covering them."""
     if detail is None:
@@ -250,4 +281,4 @@ def _refined(detail, edges: NDArray[np.float64], first: int, last: int
     if total <= 0:
         return None
     return (float(origin + a * width), float(origin + (b + 1) * width),
-            float(c[a:b + 1].sum() / total))
+            float(c[a:b + 1].sum()), float(total))
