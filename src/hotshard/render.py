@@ -321,7 +321,128 @@ def simulation_summary(result) -> str:
                      f"{pct(result.cache_hit_rate)}")
     if result.coalesced:
         lines.append(f"  coalesced {result.coalesced:,} reads joined an identical read in flight")
+    if result.windows is not None and len(result.windows) > 1:
+        lines += _simulation_windows(result)
     return "\n".join(lines)
+
+
+_TABLE_WINDOWS = 24   # at most this many windows get a line each; more, a sparkline
+_SPARK_MARKS = 72     # a sparkline's widest: more windows share a mark (their highest)
+
+
+def _clock(seconds: float, total: float) -> str:
+    """An instant of the run as a clock: minutes:seconds for a run under 10 hours (60:00 is
+    an hour in), else hours and minutes (13h05); tenths when the windows need them."""
+    if total >= 36000:
+        minutes = int(round(seconds / 60))
+        return f"{minutes // 60}h{minutes % 60:02d}"
+    tenths = int(round(seconds * 10))
+    whole, tenth = divmod(tenths, 10)
+    text = f"{whole // 60}:{whole % 60:02d}"
+    return text + (f".{tenth}" if tenth else "")
+
+
+def _ms_text(value) -> str:
+    return "-" if value is None or value != value else f"{value:,.1f} ms"
+
+
+def _simulation_windows(result) -> list[str]:
+    """The run over time: the hot shard's CPU and p99 window by window (a line each, or
+    sparklines for many windows), then its peak window beside its whole-run figures."""
+    from hotshard.workload.timing import format_duration
+
+    series = result.windows
+    k_peak, hot = series.peak()
+    total = float(series.ends[-1])
+    count = len(series)
+    width = float(series.ends[0] - series.starts[0])
+    rates = series.requests.sum(axis=1) / series.seconds
+    cpu = series.cpu[:, hot]
+    p99 = series.p99_ms[:, hot]
+    lines = [f"  over time {count:,} windows of {format_duration(width)}; shard {hot}, the "
+             "busiest shard in the busiest window:"]
+    if count <= _TABLE_WINDOWS:
+        spans = [f"{_clock(a, total)}-{_clock(b, total)}"
+                 for a, b in zip(series.starts, series.ends, strict=True)]
+        span_width = max(len(x) for x in spans)
+        lines.append(f"    {'window':<{span_width}}  {'req/s':>8}  {'p99 all':>12}  "
+                     f"{'shard ' + str(hot) + ' CPU':>12}  {'p99':>12}")
+        for k in range(count):
+            mark = "  <- peak" if k == k_peak else ""
+            lines.append(f"    {spans[k]:<{span_width}}  {rates[k]:>8,.4g}  "
+                         f"{_ms_text(series.latency_ms[k, 2]):>12}  {pct(cpu[k]):>12}  "
+                         f"{_ms_text(p99[k]):>12}{mark}")
+    else:
+        per = -(-count // _SPARK_MARKS)
+
+        def marks(values):
+            v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+            pad = (-v.size) % per
+            return _sparkline(list(np.concatenate([v, np.zeros(pad)]).reshape(-1, per)
+                                   .max(axis=1)))
+
+        def span(values, text):
+            v = np.asarray(values, dtype=np.float64)
+            v = v[~np.isnan(v)]
+            return f"{text(v.min())} to {text(v.max())}" if v.size else "no requests"
+
+        label = f"shard {hot}"
+        lines.append(f"    {_clock(0, total)} to {_clock(total, total)}, one mark "
+                     + (f"per {per} windows (their highest)" if per > 1 else "per window"))
+        rows = [(f"{label} CPU", cpu, pct), (f"{label} p99", p99, _ms_text),
+                ("p99 all", series.latency_ms[:, 2], _ms_text),
+                ("req/s", rates, lambda x: f"{x:,.4g}")]
+        name_width = max(len(r[0]) for r in rows)
+        for name, values, text in rows:
+            lines.append(f"    {name:<{name_width}}  {marks(values)}  {span(values, text)}")
+    whole = result.shards[hot]
+    p99_peak = p99[k_peak]
+    lines.append(f"  peak window {_clock(series.starts[k_peak], total)}-"
+                 f"{_clock(series.ends[k_peak], total)}: shard {hot} at {pct(cpu[k_peak])} "
+                 "CPU, " + ("no requests arrived" if p99_peak != p99_peak
+                            else f"p99 {p99_peak:,.0f} ms")
+                 + f" (whole run: {pct(whole.cpu)}, "
+                 + ("no requests" if whole.p99_ms is None else f"{whole.p99_ms:,.0f} ms") + ")")
+    return lines
+
+
+def saturation_text(sat, total_s: float) -> list[str]:
+    """`hotshard simulate`'s warnings when the load offered exceeds capacity
+    (``sim.series.Saturation``), one line each: the whole service, the shards saturated over
+    the whole run, the shards saturated in a window (their worst); each with its sum."""
+    def workers(n):
+        return f"{n:,} worker{'' if n == 1 else 's'}"
+
+    def sums(x, where):
+        return (f"{pct(x.share)} of {where}{x.rate_rps:,.4g} req/s x {x.mean_service_s * 1000:,.3g}"
+                f" ms mean service = {x.load:.2f}x its {workers(x.capacity)}")
+
+    lines = []
+    svc = sat.service
+    if svc.load > 1:
+        reaching = (f", {pct(svc.share)} of them reaching a shard's queue,"
+                    if abs(svc.share - 1) > 5e-4 else "")
+        lines.append(f"the service is offered more work than its workers can do: "
+                     f"{svc.rate_rps:,.4g} req/s{reaching} x {svc.mean_service_s * 1000:,.3g} "
+                     f"ms mean service = {svc.load * svc.capacity:,.3g} workers' worth for "
+                     f"{sat.shards:,} shards' {workers(svc.capacity)} ({svc.load:.2f}x): queues "
+                     "grow without bound however the keys spread; lower the rate or add "
+                     "shards")
+    shown = 8
+    for x in sat.whole_run[:shown]:
+        lines.append(f"shard {x.shard} saturates over the whole run: it gets "
+                     + sums(x, "the ") + ", so its queue grows without bound")
+    if len(sat.whole_run) > shown:
+        lines.append(f"... and {len(sat.whole_run) - shown} more shards saturate over the "
+                     "whole run")
+    for x in sat.windows[:shown]:
+        span = f"{_clock(x.start_s, total_s)}-{_clock(x.end_s, total_s)}"
+        lines.append(f"shard {x.shard} saturates in {span} though not over the whole run: it "
+                     "gets " + sums(x, "that window's ") + ", so its queue grew through the "
+                     "window")
+    if len(sat.windows) > shown:
+        lines.append(f"... and {len(sat.windows) - shown} more shards saturate in a window")
+    return lines
 
 
 def _seconds_text(seconds: float) -> str:

@@ -137,3 +137,85 @@ def test_a_rate_trace_sets_rate_and_length(tmp_path, web07_path):
 def test_impossible_runs_are_refused(web07_path, args, words):
     res = run_cli("simulate", str(web07_path), *args)
     assert res.returncode == 2 and words in res.stderr, res.stderr
+
+
+# -- a profile's own rate and span, its time axis, its saturated window ----------------------
+@pytest.fixture(scope="module")
+def event_profile(tmp_path_factory):
+    """Two hours at 50 req/s; one channel takes 40% of 60:00-70:00 (tests/sim/event_trace)."""
+    from tests.sim.event_trace import event_profile as make
+
+    return make(tmp_path_factory.mktemp("event"))
+
+
+def test_a_profile_is_simulated_at_its_measured_rate_over_its_span(event_profile):
+    from hotshard.observations import Observations
+    from tests.sim.event_trace import event_shard
+
+    args = ("simulate", str(event_profile), "-p", "redis-cluster", "-n", "16", "--seed", "2")
+    res = run_cli(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    rate = json.loads(event_profile.read_text())["rate"]
+    assert (doc["rate_rps"], doc["duration_s"]) == (rate["mean_rps"], rate["seconds"])
+    assert doc["duration_s"] == 7200
+    assert "note: simulating the profile's measured rate" in res.stderr
+    # the windows: the profile's twelve timeline windows, in the observations' shape
+    windows = doc["windows"]
+    assert [(w["start_s"], w["end_s"]) for w in windows] == [
+        (600.0 * k, 600.0 * (k + 1)) for k in range(12)]
+    assert set(windows[0]) == {"start_s", "end_s", "requests", "rate_rps", "latency_ms",
+                               "shards"}
+    assert set(windows[0]["shards"][0]) == {"id", "cpu", "p99_ms", "requests"}
+    assert sum(w["requests"] for w in windows) == round(doc["achieved_rps"] * 7200)
+    # the event happened in 60:00-70:00, and so it does here, on the channel's shard
+    hot = str(event_shard())
+    peak = Observations.from_dict(doc).peak_window
+    assert (peak.start_s, peak.end_s) == (3600, 4200)
+    assert max(peak.shards, key=lambda s: s.cpu).id == hot
+    # same seed, same numbers
+    assert run_cli(*args, "--json").stdout == res.stdout
+    text = run_cli(*args)
+    assert text.returncode == 0, text.stderr
+    assert f"peak window 60:00-70:00: shard {hot} at " in text.stdout
+    rows = [line for line in text.stdout.splitlines() if line.startswith("    60:00-70:00")]
+    assert len(rows) == 1 and rows[0].endswith("<- peak")
+
+
+def test_a_shard_saturated_in_its_event_window_is_named(event_profile):
+    from tests.sim.event_trace import event_shard
+
+    # 70 ms a request: the event's 20 req/s alone are 1.4x a worker in its window; its
+    # shard's ~3.3 req/s over the run (0.23x) and every other shard (0.7x at most) are fine
+    res = run_cli("simulate", str(event_profile), "-p", "redis-cluster", "-n", "16",
+                  "--service", "exp:70ms")
+    assert res.returncode == 0, res.stderr
+    warnings = [line for line in res.stderr.splitlines() if "warning:" in line]
+    assert len(warnings) == 1, res.stderr
+    assert warnings[0].startswith(f"hotshard: warning: shard {event_shard()} saturates in "
+                                  "60:00-70:00 though not over the whole run: it gets ")
+    assert "req/s x 70 ms mean service = 1." in warnings[0]
+
+
+def test_a_profile_without_time_sections_runs_as_before(event_profile, tmp_path):
+    from tests.sim.event_trace import without_time_sections
+
+    counts = without_time_sections(event_profile, tmp_path / "counts.json")
+    res = run_cli("simulate", str(counts), "--duration", "1m", "-n", "8", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert (doc["rate_rps"], doc["duration_s"]) == (3000, 60)   # today's default rate
+    assert "measured no rate" in res.stderr and "no arrivals section" in res.stderr
+    assert len(doc["windows"]) == 20 and doc["windows"][1]["start_s"] == 3
+
+
+def test_a_month_from_a_profile_is_not_a_default(event_profile, tmp_path):
+    doc = json.loads(event_profile.read_text())
+    doc["rate"].update(mean_rps=3000.0, seconds=30 * 86400)
+    path = tmp_path / "month.json"
+    path.write_text(json.dumps(doc))
+    res = run_cli("simulate", str(path), "-n", "16")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hotshard: error:"), res.stderr
+    assert "7.78e+09 requests, more than the 1e+09" in lines[0]

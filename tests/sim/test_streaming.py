@@ -139,6 +139,19 @@ def _same(a, b):
                                       y.max_queue, y.cache_hit_rate)
         assert (x.cpu, x.cpu_max_replica, x.mean_queue) == pytest.approx(
             (y.cpu, y.cpu_max_replica, y.mean_queue), rel=1e-12)
+    _same_windows(a.windows, b.windows)
+
+
+def _same_windows(a, b):
+    """The time axis too: counts and percentiles to the bit (the same buckets, merged where
+    a window straddles two streamed pieces), sums (CPU, means) to rounding."""
+    assert a is not None and b is not None and len(a) == len(b) > 1
+    assert np.array_equal(a.starts, b.starts) and np.array_equal(a.ends, b.ends)
+    assert np.array_equal(a.requests, b.requests) and np.array_equal(a.reaching, b.reaching)
+    assert np.array_equal(a.p99_ms, b.p99_ms, equal_nan=True)
+    assert np.array_equal(a.latency_ms[:, :5], b.latency_ms[:, :5], equal_nan=True)
+    assert np.allclose(a.latency_ms[:, 5], b.latency_ms[:, 5], rtol=1e-12, equal_nan=True)
+    assert np.allclose(a.cpu, b.cpu, rtol=1e-9, atol=1e-15)
 
 
 @pytest.mark.parametrize("case", ["poisson", "onoff", "coalesce+replicas", "split+event",
@@ -169,6 +182,27 @@ def test_the_result_does_not_depend_on_the_window(case, web07_profile):
     _same(one, small)
     _same(one, default)
     assert one.latency.count == one.requests
+
+
+@pytest.mark.parametrize("interval", [0.37, 7.0, 41.0, 200.0])
+def test_the_time_windows_do_not_depend_on_the_streaming(interval, web07_profile):
+    """Time windows narrower than a block of arrivals, a few blocks wide, wider than the
+    run: each streamed piece (one block, a few, the whole run) cuts them anywhere."""
+    from hotshard.workload.profile_sampler import from_profile
+
+    model = ServiceModel(shards=4, workers=2, service=Exponential(0.0012),
+                         arrivals=OnOffArrivals())
+    args = {"rps": 4000.0, "duration": 90.0, "model": model, "rng": 12,
+            "mitigations": Mitigations(coalesce=True), "interval": interval}
+    smp = from_profile(web07_profile)
+    runs = [simulate(smp, window=w, **args) for w in (1e9, 1e-9, 23.0)]
+    assert runs[0].windows.seconds[0] == pytest.approx(min(interval, 90.0))
+    if interval >= 90.0:   # one window: the whole run's numbers
+        assert len(runs[0].windows) == 1
+        assert runs[0].windows.p99_ms[0, 0] == runs[0].shards[0].p99_ms
+        return
+    for other in runs[1:]:
+        _same(runs[0], other)
 
 
 def test_the_result_does_not_depend_on_the_window_with_production_order(tmp_path):

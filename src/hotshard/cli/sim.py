@@ -7,7 +7,7 @@ import json
 import click
 
 from hotshard._format import pct
-from hotshard.cli._console import note
+from hotshard.cli._console import note, warn
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
 # simulate's options that a scenario may set (explicit flags win over the scenario's values)
@@ -20,8 +20,12 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
 @click.option("--dist", metavar="SPEC", help="Classic keys instead of a profile: uniform:N, "
               "zipf:S:N, hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], scrambled_zipfian:N.")
 @click.option("--rps", type=click.FloatRange(min=0, min_open=True), metavar="R",
-              help="Mean requests per second [default: 3000].")
-@click.option("--duration", type=Seconds(), help="Simulated time (90s, 15m, 1h) [default: 10m].")
+              help="Mean requests per second; from a profile, its measured rate shape is "
+                   "scaled to it [default: a profile's measured mean rate (its rate or "
+                   "arrivals section), else 3000].")
+@click.option("--duration", type=Seconds(),
+              help="Simulated time (90s, 15m, 1h) [default: a profile's measured span, "
+                   "else 10m].")
 @click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards [default: 64].")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE,
               help="The store's placement of keys on shards [default: kafka].")
@@ -95,11 +99,22 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     the incident: the load test's p99 of ~40 ms with every shard alike, production's shard at
     ~95% CPU with the rest near 20% and p99 near 800 ms, and what the mitigations buy.
 
+    A profile measured with a time column is simulated at its measured rate over its
+    measured span unless --rps or --duration say otherwise (a note says which), its head
+    keys hot in the windows they were hot. The result has a time axis: per window (the
+    profile's timeline windows, else 1/20 of the run) each shard's requests, CPU and p99
+    (--json: "windows"); the summary shows the hottest shard window by window and its peak
+    window beside its whole-run figures. A warning names every shard offered more work
+    than it can do (its share x the rate x the mean service time over its workers, above
+    1), over the whole run or in its worst window, and the whole service when the rate x
+    the mean service time exceeds all the shards' workers.
+
     \b
     Examples:
       hotshard simulate --scenario list
       hotshard simulate --scenario incident-production --plot prod.png
       hotshard simulate --scenario incident-production --replicas 2
+      hotshard simulate profile.json -n 16 -p redis-cluster   # its measured rate and span
       hotshard simulate profile.json --rps 3000 --duration 1h -n 64 -p cassandra
       hotshard simulate --dist uniform:1e6 --rps 5000 --duration 10m --json -o test.json
       hotshard simulate --replay run.json
@@ -131,8 +146,14 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     options = _resolve(scenario, given, locals())
     result = _run(options, given, hot_events=tuple(hot_events), cache_size=cache_size,
                   hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, read_share=read_share,
-                  seed=seed,
+                  seed=seed, scenario=scenario,
                   label=f"simulation: {scenario}" if scenario else "simulation")
+    if result.windows is not None:
+        from hotshard.render import saturation_text
+        from hotshard.sim.series import saturation
+
+        for line in saturation_text(saturation(result.windows), result.duration):
+            warn(line)
     obs = result.to_observations()
     if output:
         obs.save(output)
@@ -233,12 +254,14 @@ def _resolve(scenario, given, values) -> dict:
 
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
-         seed, label):
-    from hotshard.sim.scenarios import prepare
+         seed, scenario, label):
+    from hotshard.sim.scenarios import prepare, run_length
     from hotshard.sim.system import simulate
 
+    # a profile's head keys on their timelines in real time, as its arrivals come: a run
+    # shorter than the profile sees its first hours as they happened
     ready = prepare({**options, "cache_size": cache_size, "hit_ms": hit_ms,
-                     "cache_hit": cache_hit, "hot_keys": hot_keys})
+                     "cache_hit": cache_hit, "hot_keys": hot_keys, "timelines": "real-time"})
     k = (options["split_hot"] or (0, 1))[0]
     head = len(getattr(ready.sampler, "head_ids", ()))
     if k > head:
@@ -252,6 +275,14 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
             options["rps"] = arrivals.mean_rate
         if "duration" not in given:
             options["duration"] = arrivals.duration
+    elif ready.profile is not None and not scenario:
+        # a profile's own measured rate and span unless told (a scenario sets its own)
+        length = run_length(ready.profile, rps=options["rps"] if "rps" in given else None,
+                            duration=options["duration"] if "duration" in given else None,
+                            arrivals=arrivals, key_order=ready.key_order)
+        options["rps"], options["duration"] = length.rps, length.duration
+        for text in length.notes:
+            note(text)
     op_mix = ready.op_mix
     if read_share is None:
         from hotshard.profile.document import DEFAULT_OPS

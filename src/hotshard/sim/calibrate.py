@@ -316,7 +316,8 @@ def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
     runs = [simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
                      model=ready.model, mitigations=ready.mitigations,
                      read_share=cal.read_share, rng=seed + k, label=label,
-                     key_generator=ready.key_generator, key_order=ready.key_order)
+                     key_generator=ready.key_generator, key_order=ready.key_order,
+                     series=False)   # pooled runs: no one time axis to report
             for k in range(replicates)]
     obs = runs[0].to_observations()
     if replicates > 1:

@@ -15,8 +15,9 @@ import numpy as np
 
 from hotshard.errors import InputError
 
-__all__ = ["INCIDENT_SERVICE", "SCENARIOS", "SCENARIO_OPTIONS", "Scenario", "prepare",
-           "run_scenario", "scenario", "scenario_options"]
+__all__ = ["INCIDENT_SERVICE", "PROFILE_RUN_REQUESTS", "SCENARIOS", "SCENARIO_OPTIONS",
+           "RunLength", "Scenario", "measured_rate", "prepare", "run_length", "run_scenario",
+           "scenario", "scenario_options"]
 
 
 # The incident's service, once, each value with its reason:
@@ -97,7 +98,8 @@ DEFAULTS = {"rps": 3000.0, "duration": 600.0, "shards": 64, "partitioner": "kafk
             "workers": 1, "service": "exp:5.25ms", "arrivals": "auto", "order": "auto",
             "replicas": 1,
             "coalesce": False, "split_hot": None, "dist": None, "profile": None,
-            "cache_size": 0, "hit_ms": 0.5, "cache_hit": 0.0, "hot_keys": 10}
+            "cache_size": 0, "hit_ms": 0.5, "cache_hit": 0.0, "hot_keys": 10,
+            "timelines": "stretched"}
 
 
 @dataclass(frozen=True)
@@ -136,19 +138,31 @@ class KeyOrder:
     irm+timelines) and ``make(times, duration, seed) -> positions``. ``windowed``: each
     request's key depends only on its own instant, so ``simulate`` may draw the keys a
     window at a time (timelines); else the order spans the run (locality: a key's next
-    reference may come hours later) and is made for the whole run at once."""
+    reference may come hours later) and is made for the whole run at once. ``period``:
+    ``duration -> seconds``, the profile's timeline window as this order lays it on a run
+    of that length (the natural width of the run's time windows), or None."""
 
     name: str
     make: object
     windowed: bool = False
+    period: object = None
+
+    def interval(self, duration: float) -> float | None:
+        """The width of a timeline window in a run of ``duration`` seconds, or None."""
+        return None if self.period is None else float(self.period(duration))
 
     def __call__(self, times, duration: float, seed: int):
         return self.make(times, duration, seed)
 
 
-def _key_order(order: str, profile, sampler, shaped: bool) -> KeyOrder | None:
+def _key_order(order: str, profile, sampler, shaped: bool,
+               real_time: bool = False) -> KeyOrder | None:
     """Production's order (the locality section, head keys on their timelines), or
-    independent draws whose head keys follow their timelines; None: plain draws."""
+    independent draws whose head keys follow their timelines; None: plain draws.
+    ``real_time`` (with ``shaped`` arrivals, which replay the profile in real time): the
+    independent draws read the timelines in real time too, so a run shorter than the
+    profile sees its first hours as they came; else the timelines are stretched over the
+    run (the driver's way, which a calibration replays)."""
     from hotshard.errors import InputError
 
     if order not in ("auto", "locality", "irm"):
@@ -168,17 +182,33 @@ def _key_order(order: str, profile, sampler, shaped: bool) -> KeyOrder | None:
                                  "window, or give --order irm")
             return profile_positions(profile, sampler, n, seed, shaped=shaped)
 
-        return KeyOrder("locality", locality)
+        timelines = profile.timelines
+        return KeyOrder("locality", locality, period=None if timelines is None else (
+            lambda duration: duration / timelines.windows))
     if profile is not None and profile.timelines is not None:
         from hotshard.workload.timeline_draws import TimelineDraws, window_events
 
-        draws = TimelineDraws(sampler, profile.timelines,
-                              window_events(profile.timelines, profile.arrivals, profile.events))
+        timelines = profile.timelines
+        draws = TimelineDraws(sampler, timelines,
+                              window_events(timelines, profile.arrivals, profile.events))
+        if shaped and real_time:
+            # the arrivals replay the profile in real time (minute m of the run is its
+            # minute m, round again past its end): so do the timelines, window w of the
+            # profile where its requests came, whatever the run's length
+            cycle = float(profile.arrivals.seconds)
 
-        def timed(times, duration, seed):
+            def timed(times, duration, seed):
+                at = np.mod(np.asarray(times, dtype=np.float64), cycle) / timelines.seconds
+                return draws.positions(at, np.random.default_rng(seed))
+
+            return KeyOrder("irm+timelines", timed, windowed=True,
+                            period=lambda duration: timelines.seconds / timelines.windows)
+
+        def stretched(times, duration, seed):
             return draws.positions(np.asarray(times) / duration, np.random.default_rng(seed))
 
-        return KeyOrder("irm+timelines", timed, windowed=True)
+        return KeyOrder("irm+timelines", stretched, windowed=True,
+                        period=lambda duration: duration / timelines.windows)
     return None
 
 
@@ -189,7 +219,9 @@ def prepare(options: dict) -> Prepared:
     A profile's time sections are used when present: ``arrivals`` (``auto``) its measured
     arrival process, ``order`` (``auto``) its locality order, whose head keys follow their
     timelines; a profile without them is simulated with independent keys (and Poisson
-    arrivals unless told), and a note says so."""
+    arrivals unless told), and a note says so. ``timelines``: ``stretched`` (the profile's
+    timelines laid over the run, whatever its length) or ``real-time`` (with the profile's
+    arrivals, independent draws read them in real time, as the arrivals come)."""
     from hotshard.mitigations import Mitigations
     from hotshard.profile.document import Profile
     from hotshard.sim.service_times import parse_service
@@ -213,8 +245,11 @@ def prepare(options: dict) -> Prepared:
         sampler = parse_dist(spec)
         generator = spec.split(":")[0]
     arrivals = _arrivals(str(o["arrivals"]), profile)
+    if o["timelines"] not in ("stretched", "real-time"):
+        raise InputError(f"timelines must be stretched or real-time, got {o['timelines']!r}")
     key_order = _key_order(str(o["order"]), profile, sampler,
-                           shaped=type(arrivals).__name__ == "ProfileArrivals")
+                           shaped=type(arrivals).__name__ == "ProfileArrivals",
+                           real_time=o["timelines"] == "real-time")
     notes = []
     if profile is not None and profile.locality is None and o["order"] == "auto":
         notes.append("the profile has no locality section: keys are drawn independently, so "
@@ -232,6 +267,129 @@ def prepare(options: dict) -> Prepared:
                               coalesce=bool(o["coalesce"]))
     return Prepared(sampler, model, mitigations, op_mix, generator, profile, key_order,
                     tuple(notes))
+
+
+# A run whose rate and length both come from what a profile measured is refused beyond this
+# many requests (minutes of computing, at a few million simulated requests a second): a
+# month of production is a run the user asks for by name (--rps, --duration), up to the
+# simulator's own limit (system.MAX_REQUESTS).
+PROFILE_RUN_REQUESTS = 1e9
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """A run's rate (requests/s) and length (seconds), and what the user should be told
+    about where they came from."""
+
+    rps: float
+    duration: float
+    notes: tuple[str, ...] = ()
+
+
+def measured_rate(profile) -> tuple[float, float, str] | None:
+    """(mean requests/s, seconds, the section they come from) that ``profile`` measured: its
+    ``rate`` section (a profile made with a time column), else its ``arrivals`` section;
+    None without either."""
+    rate = profile.rate or {}
+    mean, seconds = rate.get("mean_rps"), rate.get("seconds")
+    if all(isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) and v > 0
+           for v in (mean, seconds)):
+        return float(mean), float(seconds), "rate"
+    arrivals = profile.arrivals
+    if arrivals is not None:
+        return arrivals.events / arrivals.seconds, float(arrivals.seconds), "arrivals"
+    return None
+
+
+def _rate_within(arrivals, duration: float) -> float:
+    """The mean rate of the first ``duration`` seconds of a profile's arrivals replayed in
+    real time (``sim.arrivals.ProfileArrivals``: minute m of the run is its minute m, round
+    again past its end)."""
+    res = float(arrivals.resolution_s)
+    n_bins = max(1, int(np.ceil(duration / res - 1e-9)))
+    widths = np.full(n_bins, res)
+    widths[-1] = duration - (n_bins - 1) * res
+    counts = np.asarray(arrivals.counts, dtype=np.float64)
+    return float(np.sum(counts[np.arange(n_bins) % counts.size] * widths / res)) / duration
+
+
+def run_length(profile, *, rps: float | None = None, duration: float | None = None,
+               arrivals=None, key_order=None) -> RunLength:
+    """The rate and length of a simulated run of ``profile`` when not given: the rate and
+    span it measured (``measured_rate``); with ``rps`` alone, that rate over the measured
+    span (profile arrivals scale their measured shape to it); with ``duration`` alone, the
+    measured rate of the run's part of the profile (the first ``duration`` seconds, when
+    ``arrivals`` replay the profile in real time). A profile that measured no rate gets
+    ``DEFAULTS``' 3000 req/s for 10 minutes, and a note says so.
+
+    Raises
+    ------
+    InputError
+        The defaults taken from the profile add up to more than ``PROFILE_RUN_REQUESTS``
+        requests.
+    """
+    from hotshard.workload.timing import format_duration
+
+    shaped = type(arrivals).__name__ == "ProfileArrivals"
+    if rps is not None and duration is not None:
+        return RunLength(float(rps), float(duration),
+                         _span_notes(profile, duration, key_order, shaped))
+    measured = measured_rate(profile)
+    if measured is None:
+        rps_, duration_ = (DEFAULTS["rps"] if rps is None else rps,
+                           DEFAULTS["duration"] if duration is None else duration)
+        missing = " and ".join(name for name, v in (("rate", rps), ("length", duration))
+                               if v is None)
+        return RunLength(float(rps_), float(duration_), (
+            f"the profile measured no rate (profile with a time column to measure it): "
+            f"the run's {missing} {'are' if ' and ' in missing else 'is'} the default, "
+            f"{rps_:,.4g} req/s for {format_duration(duration_)} (--rps and --duration set "
+            "them)",))
+    mean, seconds, section = measured
+    if rps is None and duration is None:
+        rps, duration = mean, seconds
+        text = (f"simulating the profile's measured rate, {mean:,.4g} req/s, over its "
+                f"measured span, {format_duration(seconds)} (its {section} section; --rps "
+                "and --duration set them)")
+    elif duration is None:
+        duration = seconds
+        text = (f"simulating {rps:,.4g} req/s "
+                + (f"(the profile's measured rate shape, scaled from its {mean:,.4g} req/s) "
+                   if shaped else "")
+                + f"over the profile's measured span, {format_duration(seconds)} "
+                  "(--duration sets it)")
+    else:
+        rps = _rate_within(profile.arrivals, duration) if (
+            shaped and profile.arrivals is not None) else mean
+        part = (f"its first {format_duration(duration)}" if shaped and duration < seconds
+                else "its measurement")
+        text = (f"simulating the profile's measured rate over {part}, {rps:,.4g} req/s "
+                "(--rps sets it)")
+    total = float(rps) * float(duration)
+    if total > PROFILE_RUN_REQUESTS:
+        raise InputError(f"the profile measured {format_duration(seconds)} at {mean:,.4g} "
+                         f"req/s: simulating {format_duration(duration)} at {rps:,.4g} req/s "
+                         f"is {total:.3g} requests, more than the {PROFILE_RUN_REQUESTS:.0e} "
+                         "a run takes from a profile's measurement (minutes of computing); "
+                         "give both the rate and the duration to ask for it (a day is 86400 s)")
+    return RunLength(float(rps), float(duration),
+                     (text, *_span_notes(profile, duration, key_order, shaped)))
+
+
+def _span_notes(profile, duration: float, key_order, shaped: bool) -> tuple[str, ...]:
+    """A note when keys in production's order are laid over a run whose length is not the
+    span the profile's timelines measured (the order stretches them over the run) while the
+    arrivals replay the profile in real time."""
+    from hotshard.workload.timing import format_duration
+
+    timelines = profile.timelines
+    if (timelines is None or not shaped or getattr(key_order, "name", None) != "locality"
+            or abs(duration - timelines.seconds) <= timelines.seconds / timelines.windows):
+        return ()
+    return (f"the run is {format_duration(duration)} long and the profile's timelines span "
+            f"{format_duration(timelines.seconds)}: keys in production's order lay the head "
+            "keys' timelines over the run (stretched), while the arrivals keep their measured "
+            "minutes; --order irm draws each head key by its timeline in real time",)
 
 
 # The options a scenario sets and a user may override one by one (simulate's flags).

@@ -42,7 +42,8 @@ from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.observations import Observations, ShardObservation
 from hotshard.sim.arrivals import ArrivalProcess, PoissonArrivals
-from hotshard.sim.histogram import LatencyHistogram
+from hotshard.sim.histogram import LatencyHistogram, bucket_of
+from hotshard.sim.series import SeriesRecorder, WindowSeries, series_interval
 from hotshard.sim.service_times import Exponential, ServiceTime
 
 __all__ = ["ServiceModel", "SimResult", "simulate"]
@@ -127,6 +128,9 @@ class SimResult:
     reads: str = ""  # how reads were chosen: by key from the profile, or a flat share
     events: tuple = ()  # the big events applied (workload.timing.HotEvent)
     key_order: str = "irm"  # locality: the keys came in production's order
+    # the run's time axis (sim.series.WindowSeries): per window each shard's requests, CPU
+    # and p99, and the window's latency; None when not asked for
+    windows: WindowSeries | None = field(default=None, repr=False, compare=False)
 
     def percentiles(self) -> dict[str, float]:
         """p50, p90, p99, p99.9 (from the histogram: within 0.2%), the exact max and mean."""
@@ -151,13 +155,32 @@ class SimResult:
                                 "reads": self.reads, "key_order": self.key_order,
                                 "events": [{"key": e.key, "share": e.share, "start_s": e.start,
                                             "end_s": e.end} for e in self.events]}}
+        if self.windows is not None:
+            extra["simulation"]["saturation"] = _saturation_dict(self.windows)
+        windows = () if self.windows is None else self.windows.to_time_windows()
         return Observations(label=self.label, rate_rps=self.rps,
                             achieved_rps=self.requests / self.duration,
                             duration_s=self.duration, model="open",
                             key_generator=self.key_generator,
                             latency_ms=self.percentiles() or None, shards=shards,
                             cache_hit_rate=self.cache_hit_rate,
-                            distinct_keys=self.distinct_keys, extra=extra)
+                            distinct_keys=self.distinct_keys, windows=windows, extra=extra)
+
+
+def _saturation_dict(windows: WindowSeries) -> dict:
+    """The offered load against capacity (``series.saturation``) for the observations."""
+    from hotshard.sim.series import saturation
+
+    sat = saturation(windows)
+
+    def row(x):
+        return {"shard": str(x.shard), "start_s": x.start_s, "end_s": x.end_s,
+                "share": x.share, "rate_rps": x.rate_rps, "load": x.load}
+
+    return {"mean_service_s": windows.mean_service_s, "capacity_per_shard": windows.capacity,
+            "service_load": sat.service.load, "whole_run": [row(x) for x in sat.whole_run],
+            "in_a_window": [row(x) for x in sat.windows],
+            "peak": None if sat.peak is None else row(sat.peak)}
 
 
 # -- placement ------------------------------------------------------------------------------
@@ -253,7 +276,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
              mitigations: Mitigations | None = None, read_share: float = 0.9,
              op_mix=None, hot_events=(), rng: np.random.Generator | int | None = None,
              label: str = "simulation", key_generator: str | None = None,
-             partitioner=None, key_order=None, window: float | None = None) -> SimResult:
+             partitioner=None, key_order=None, window: float | None = None,
+             interval: float | None = None, series: bool = True) -> SimResult:
     """Simulate ``duration`` seconds of traffic at ``rps`` requests/s through the service.
 
     Parameters
@@ -278,6 +302,11 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     window : simulated seconds handled at once, in whole blocks of the arrivals (at least
         one); default about ``WINDOW_REQUESTS`` requests. Only memory and speed depend on
         it: the result is the same for every window.
+    interval : the width of the result's time windows (``SimResult.windows``), seconds;
+        default the profile's timeline window as ``key_order`` lays it on the run
+        (``key_order.interval(duration)``), else 1/20 of the run (``series.series_interval``).
+    series : keep the time windows (False: ``windows`` is None, for runs whose series no
+        one reads, such as a calibration's replicates).
 
     Returns
     -------
@@ -302,6 +331,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                          "(percentiles settle within minutes of simulated time)")
     if window is not None and not (np.isfinite(window) and window > 0):
         raise InputError(f"window must be > 0 seconds, got {window}")
+    if interval is not None and not (np.isfinite(interval) and interval > 0):
+        raise InputError(f"interval must be > 0 seconds, got {interval}")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     seed = rng if isinstance(rng, int) else None
     if partitioner is None:
@@ -310,9 +341,17 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         integer = getattr(sampler, "key_type", "int64") == "int64"
         partitioner = partitioner_for(model.partitioner, model.shards, integer_keys=integer)
     by_key = op_mix is not None and "read" in op_mix[0]
+    recorder = None
+    if series:
+        if interval is None:
+            laid = getattr(key_order, "interval", None)
+            interval = series_interval(duration, laid(float(duration)) if laid else None)
+        recorder = SeriesRecorder(series_interval(duration, interval), duration,
+                                  model.shards, model.workers * mitigations.replicas,
+                                  float(model.service.mean))
     run = _Run(sampler, float(rps), float(duration), model, mitigations, read_share,
                op_mix if by_key else None, tuple(hot_events), partitioner, key_order,
-               int(gen.integers(0, 2**63 - 1)))
+               int(gen.integers(0, 2**63 - 1)), recorder)
     run.go(window)
     reads = "by key, from the profile's operations" if by_key else f"{pct(read_share)} of requests"
     return SimResult(label=label, rps=float(rps), duration=float(duration),
@@ -321,7 +360,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                      key_generator=key_generator or _describe(sampler),
                      distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
                      mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events),
-                     key_order="irm" if key_order is None else key_order.name)
+                     key_order="irm" if key_order is None else key_order.name,
+                     windows=None if recorder is None else recorder.result())
 
 
 _ARRIVALS, _REQUESTS, _ORDER = 1, 2, 3   # the run's independent streams (spawn keys)
@@ -340,7 +380,7 @@ class _Run:
     is the same whatever the window."""
 
     def __init__(self, sampler, rps, duration, model, mitigations, read_share, op_mix,
-                 events, partitioner, key_order, root):
+                 events, partitioner, key_order, root, series=None):
         from hotshard.sim.arrivals import arrival_blocks
         from hotshard.sim.cache import LRUCache
         from hotshard.sim.queues import ShardQueue
@@ -349,6 +389,7 @@ class _Run:
         self.model, self.mit = model, mitigations
         self.read_share, self.op_mix = read_share, op_mix
         self.events, self.key_order, self.root = events, key_order, root
+        self.series = series   # the time windows' recorder, or None
         self.head_ids = tuple(getattr(sampler, "head_ids", ()))
         self.place = _Placement(partitioner, self.head_ids)
         self.blocks = arrival_blocks(model.arrivals, rps, duration,
@@ -521,13 +562,22 @@ class _Run:
                 if mit.coalesce:
                     kwargs = {"keys": key_id[take], "coalesce": is_read[take]}
                 done = queue.serve(arrival[take], service[take], **kwargs)
+                if self.series is not None:   # its work, window by window
+                    self.series.work(s, done.arrival, done.start, done.finish,
+                                     done.coalesced)
                 sojourn = (done.finish - done.arrival) * 1000.0
                 if replica is None:
                     latency[take] = sojourn
                 else:
                     answers = (replica[take] == r) & is_read[take] | (~is_read[take] & (r == 0))
                     latency[take[answers]] = sojourn[answers]
-            self.hist[s].record(latency[lo:hi])
+        buckets = bucket_of(latency)   # once for the shards' histograms and the series
+        for s in range(shards):
+            lo, hi = int(bounds[s]), int(bounds[s + 1])
+            if lo < hi:
+                self.hist[s].record(latency[lo:hi], buckets=buckets[lo:hi])
+        if self.series is not None:
+            self.series.record(arrival, latency, counts, buckets)
 
     # -- results ----------------------------------------------------------------------------
     def latency(self) -> LatencyHistogram:
