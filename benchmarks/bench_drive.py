@@ -60,8 +60,11 @@ def held(url: str, rate: float, seconds: float, processes: int) -> tuple[bool, s
     result = drive(config)
     rec = result.recorder
     lag_p99 = value_at_percentile(rec.lag, 99) / 1000
+    # held: everything sent on time, the lag under LAG_P99_MS (its own bar here, not the
+    # warning's share of the latency: a loopback answer is sub-millisecond)
     ok = (result.sent == scheduled and not rec.dropped and not rec.errors
-          and lag_p99 < LAG_P99_MS and not driver_warnings(result))
+          and lag_p99 < LAG_P99_MS
+          and not [w for w in driver_warnings(result) if "dispatch lag" not in w])
     line = (f"  {processes} process(es) {rate:>7,.0f}/s: sent {result.sent:,}/{scheduled:,}, "
             f"dropped {rec.dropped:,}, lag p99 {lag_p99:8.2f} ms, max "
             f"{rec.lag.get_max_value() / 1000:8.2f} ms, latency p99 "

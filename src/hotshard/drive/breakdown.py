@@ -8,18 +8,19 @@ processes over the run's wall time), when the target is ``hotshard serve``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hotshard._format import pct
-from hotshard.drive.record import percentiles_ms, value_at_percentile
+from hotshard.drive.bound import classify_run, lag_share, recorded_bound
+from hotshard.drive.record import percentiles_ms
 from hotshard.drive.run import DriveResult
 from hotshard.observations import Latency, Observations, ShardObservation
 
-__all__ = ["LAG_WARN_MS", "RATE_SHORTFALL", "driver_warnings", "error_block", "invalid_warning",
+__all__ = ["RATE_SHORTFALL", "driver_warnings", "error_block", "invalid_warning",
            "run_is_valid", "summary", "to_observations"]
 
 RATE_SHORTFALL = 0.01  # achieved dispatch rate more than 1% under target: generator-bound
-LAG_WARN_MS = 5.0      # dispatch lag p99 above this: requests left late, the driver was busy
 
 
 def _shard_cpu(result: DriveResult) -> dict[str, dict[str, Any]]:
@@ -60,12 +61,14 @@ def driver_warnings(result: DriveResult) -> list[str]:
                 out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled "
                            f"requests and finished sending {max(0.0, behind):.2f} s late: its "
                            "achieved rate was below target (add --processes or lower --rps)")
-        lag_p99 = value_at_percentile(rec.lag, 99) / 1000.0 if rec.lag.get_total_count() \
-            else 0.0
-        if lag_p99 > LAG_WARN_MS:
-            out.append(f"dispatch lag p99 {lag_p99:.1f} ms (> {LAG_WARN_MS:g} ms): the driver "
-                       "was the bottleneck, so latencies include its own delay; add "
-                       "--processes or lower --rps")
+        # the lag adds to the latency directly: warn when it is a material part of it (the
+        # threshold's reasoning is bound.LAG_MATERIAL's), never on its size alone (17 ms of
+        # lag is nothing beside seconds of latency, and most of a 0.5 ms one)
+        lag = lag_share(percentiles_ms(rec.latency), percentiles_ms(rec.service),
+                        percentiles_ms(rec.lag))
+        if lag is not None and lag.material:
+            out.append(f"{lag.text()}: the driver was a bottleneck, so latencies include its "
+                       "own delay; add --processes or lower --rps")
         if rec.dropped:
             out.append(f"{rec.dropped:,} arrivals dropped at --max-inflight "
                        f"{config.max_inflight:,} (the target could not keep up)")
@@ -150,13 +153,14 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         "ramp_s": config.ramp, "sent": result.sent, "completed": completed,
         "ok": rec.ok, "dropped": rec.dropped,
         "overflow": rec.overflow, "reads": rec.reads, "writes": rec.writes,
-        "dispatch_lag_ms": percentiles_ms(rec.lag), "interrupted": result.interrupted,
+        "dispatch_lag_ms": percentiles_ms(rec.lag), "host_cpu": result.host_cpu,
+        "interrupted": result.interrupted,
         "read": config.read, "write": config.write, "warnings": driver_warnings(result),
         "node_commands": {sid: s["commands"] for sid, s in
                           ((str(s["id"]), s) for s in after.get("shards", []))
                           if "commands" in s} or None}}
     errors = error_block(result)
-    return Observations(
+    observations = Observations(
         label=label, rate_rps=config.rate if config.model == "open" else None,
         achieved_rps=rec.ok / result.wall_s, duration_s=result.wall_s, model=config.model,
         key_generator=result.key_generator,
@@ -165,6 +169,10 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         payload_bytes_mean=(rec.payload_bytes / rec.writes) if rec.writes else None,
         distinct_keys=len(rec.keys) or None, errors=errors, valid=run_is_valid(errors),
         extra=extra)
+    # what made the latency (the shards, the machine or the driver), kept with the run so a
+    # report never states a p99 comparison the run cannot carry
+    return replace(observations, extra={
+        **extra, "latency_bound": classify_run(observations).to_dict()})
 
 
 def summary(result: DriveResult, observations: Observations) -> list[str]:
@@ -209,6 +217,9 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
     if rec.errors:
         lines.append(row("failures (intended)", e.get("latency_ms")))
     lines.append(row("dispatch lag", d["dispatch_lag_ms"]))
+    bound = recorded_bound(observations)
+    if bound is not None and bound.verdict != "unknown":  # what made the latency above
+        lines.append(f"  {'latency verdict':<22} {bound.summary()}")
     if observations.shards:
         lines.append("  shard   requests      p99 ms   CPU    errors")
         total = sum(s.requests or 0 for s in observations.shards) or 1

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hotshard.drive.bound import cpu_times, host_cpu
 from hotshard.drive.keys import KeySource, load_keys
 from hotshard.drive.record import Recorder, value_at_percentile
 from hotshard.drive.schedule import BLOCK, Schedule
@@ -164,6 +165,7 @@ class DriveResult:
     server_stats: tuple[dict | None, dict | None] = (None, None)
     notes: list[str] = field(default_factory=list)
     key_order: str = "irm"     # the keys' order: locality (a profile's) or irm
+    host_cpu: dict | None = None  # the driver's machine's CPU over the run (bound.host_cpu)
 
 
 class _Shards:
@@ -450,6 +452,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
     before = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
+    host_before = cpu_times()
     start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
     interrupted = False
@@ -533,6 +536,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     stopped = recorder.stopped_at
     wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
                else stopped if stopped is not None else time.time() - start_epoch)
+    host = host_cpu(host_before, cpu_times())
     after = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
-                       interrupted, (before, after), key_order=keys.order)
+                       interrupted, (before, after), key_order=keys.order, host_cpu=host)
