@@ -195,6 +195,10 @@ def test_two_workers_send_the_schedule_and_the_master_merges_their_histograms(ta
     assert int(rows["Aggregated"]["Request Count"]) == len(seen)
     assert int(rows["Aggregated"]["Failure Count"]) == 0
     assert "merged HdrHistograms" in log
+    # the time axis merges the workers' windows: every request in one window, by its intended
+    # second
+    assert sum(w["requests"] for w in doc["windows"]) == len(seen)
+    assert doc["windows"][0]["start_s"] == 0 and doc["windows"][-1]["end_s"] >= duration - 1
 
 
 @timing

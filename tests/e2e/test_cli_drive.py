@@ -43,6 +43,15 @@ def test_drive_against_serve_writes_observations_with_the_hot_shard(svc, tmp_pat
     busiest = max(obs.shards, key=lambda s: s.requests)
     assert busiest.id == str(hottest)
     assert all(s.cpu is not None for s in obs.shards)  # from /stats of hotshard serve
+    # the time axis: 1 s windows by intended send time, adding up to each shard's requests,
+    # each shard's CPU per window from /stats read every second during the run
+    assert [(w.start_s, w.end_s) for w in obs.windows] == [(0, 1), (1, 2), (2, 3)]
+    for shard in obs.shards:
+        assert sum(s.requests for w in obs.windows for s in w.shards if s.id == shard.id) \
+            == shard.requests
+    assert sum(w.requests for w in obs.windows) == drive["completed"]
+    assert any(s.cpu is not None for w in obs.windows for s in w.shards)
+    assert all(w.latency_ms.p99 > 0 for w in obs.windows)
     text = hlog.read_text()
     assert "#[StartTime:" in text and text.count("HISTFAAA") >= 2
 
@@ -55,7 +64,10 @@ def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
         r = run_cli("drive", svc.url, "--keys", "zipf:1.1:500", "--rps", "100", "--duration",
                     "2s", "--seed", "9", "--processes", processes, "-q", "-o", str(out))
         assert r.returncode == 0, r.stderr
-        shards.append(Counter({s.id: s.requests for s in observations.load(out).shards}))
+        run = observations.load(out)
+        shards.append((Counter({s.id: s.requests for s in run.shards}),
+                       [[(s.id, s.requests) for s in w.shards] for w in run.windows]))
+    # the same requests in the same windows: the processes' tallies merge exactly
     assert shards[0] == shards[1]
 
 

@@ -15,6 +15,7 @@ from hotshard._format import pct
 from hotshard.drive.bound import classify_run, lag_share, recorded_bound
 from hotshard.drive.record import percentiles_ms
 from hotshard.drive.run import DriveResult
+from hotshard.drive.series import drive_windows
 from hotshard.observations import Latency, Observations, ShardObservation
 
 __all__ = ["RATE_SHORTFALL", "driver_warnings", "error_block", "invalid_warning",
@@ -168,6 +169,8 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         service_time_ms=Latency(**service) if service else None, shards=tuple(shards),
         payload_bytes_mean=(rec.payload_bytes / rec.writes) if rec.writes else None,
         distinct_keys=len(rec.keys) or None, errors=errors, valid=run_is_valid(errors),
+        windows=drive_windows(rec, result.wall_s, result.cpu_samples,
+                              rename=by_id),
         extra=extra)
     # what made the latency (the shards, the machine or the driver), kept with the run so a
     # report never states a p99 comparison the run cannot carry

@@ -166,6 +166,8 @@ class DriveResult:
     notes: list[str] = field(default_factory=list)
     key_order: str = "irm"     # the keys' order: locality (a profile's) or irm
     host_cpu: dict | None = None  # the driver's machine's CPU over the run (bound.host_cpu)
+    # the target's per-shard CPU seconds read every window during the run (series.CpuSample)
+    cpu_samples: tuple = ()
 
 
 class _Shards:
@@ -452,6 +454,12 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     if config.partitioner is not None:
         _Shards(config.partitioner)  # a bad partitioner fails now, not in every process
     before = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
+    sampler = None
+    if before is not None:  # a target that reports its shards' CPU: read it every window
+        from hotshard.drive.series import CpuSampler
+
+        sampler = CpuSampler(lambda: target_stats(config.url, min(1.0, config.timeout)),
+                             every_s=recorder_window_s()).start()
     host_before = cpu_times()
     start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
@@ -537,6 +545,14 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
     wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
                else stopped if stopped is not None else time.time() - start_epoch)
     host = host_cpu(host_before, cpu_times())
+    if sampler is not None:
+        sampler.stop()
     after = target_stats(config.url, min(STATS_TIMEOUT_S, config.timeout))
     return DriveResult(config, recorder, wall, sent, start_epoch, keys.generator,
-                       interrupted, (before, after), key_order=keys.order, host_cpu=host)
+                       interrupted, (before, after), key_order=keys.order, host_cpu=host,
+                       cpu_samples=sampler.relative(start_epoch) if sampler else ())
+
+
+def recorder_window_s() -> float:
+    """The recorder's window (its interval), which CPU is sampled at."""
+    return Recorder().window_s

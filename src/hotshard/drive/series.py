@@ -20,7 +20,8 @@ import numpy as np
 from hotshard.drive.record import RUN, WINDOW_OCTAVE_BINS, Recorder
 from hotshard.observations import ShardObservation, TimeWindow
 
-__all__ = ["MAX_WINDOWS", "CpuSample", "bucket_percentile", "drive_windows"]
+__all__ = ["MAX_WINDOWS", "CpuSample", "CpuSampler", "bucket_percentile", "cpu_seconds",
+           "drive_windows"]
 
 MAX_WINDOWS = 600
 
@@ -32,6 +33,58 @@ class CpuSample:
 
     at: float
     cpu_seconds: Mapping[str, float]
+
+
+def cpu_seconds(stats: Mapping | None) -> dict[str, float]:
+    """Each shard's cumulative CPU seconds in a target's stats (``/stats`` of ``hotshard
+    serve``: a shard's worker and its replicas; a Redis node's INFO)."""
+    out: dict[str, float] = {}
+    for shard in (stats or {}).get("shards", []) or []:
+        seconds = shard.get("cpu_seconds") if isinstance(shard, Mapping) else None
+        if not isinstance(seconds, int | float):
+            continue
+        total = float(seconds)
+        for rep in shard.get("replicas", []) or []:
+            if isinstance(rep, Mapping) and isinstance(rep.get("cpu_seconds"), int | float):
+                total += float(rep["cpu_seconds"])
+        out[str(shard.get("id"))] = total
+    return out
+
+
+class CpuSampler:
+    """Reads the target's per-shard CPU seconds every ``every_s`` on a thread of its own
+    while a run goes on (the parent process of a drive only waits), so each window's CPU is
+    known; ``read`` is ``run.target_stats`` bound to the target. Time is ``time.time``."""
+
+    def __init__(self, read, every_s: float = 1.0) -> None:
+        import threading
+
+        self.read, self.every_s = read, every_s
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="hotshard-cpu-sampler",
+                                        daemon=True)
+
+    def _loop(self) -> None:
+        import time
+
+        while not self._stop.is_set():
+            at = time.time()
+            got = cpu_seconds(self.read())
+            if got:
+                self.samples.append(((at + time.time()) / 2, got))
+            self._stop.wait(max(0.0, self.every_s - (time.time() - at)))
+
+    def start(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def relative(self, start_epoch: float) -> tuple[CpuSample, ...]:
+        return tuple(CpuSample(at - start_epoch, values) for at, values in self.samples)
 
 
 def bucket_percentile(buckets: Mapping[int, int], q: float) -> float | None:
@@ -82,9 +135,12 @@ def _cpu(samples: Sequence[CpuSample], lo: float, hi: float) -> dict[str, float]
 
 
 def drive_windows(recorder: Recorder, duration_s: float,
-                  cpu: Sequence[CpuSample] = ()) -> tuple[TimeWindow, ...]:
+                  cpu: Sequence[CpuSample] = (), rename: Mapping[str, str] | None = None
+                  ) -> tuple[TimeWindow, ...]:
     """The run's windows: per window the requests, rate and latency (p50, p99) of the run,
-    and per shard its requests, failures, p99 and CPU where sampled."""
+    and per shard its requests, failures, p99 and CPU where sampled. ``rename`` maps the
+    recorder's shard names to the run's ids (a Redis node's address to its number)."""
+    rename = rename or {}
     if not recorder.windows or duration_s <= 0:
         return ()
     base = recorder.window_s
@@ -96,16 +152,19 @@ def drive_windows(recorder: Recorder, duration_s: float,
     for index, rows in recorder.windows.items():
         grouped.setdefault(index // factor, []).append(rows)
     # in the order the run's own shard rows use (breakdown.to_observations)
-    shard_ids = sorted({s for rows in recorder.windows.values() for s in rows if s != RUN},
+    shard_ids = sorted({rename.get(s, s) for rows in recorder.windows.values() for s in rows
+                        if s != RUN} | {s for sample in cpu for s in sample.cpu_seconds},
                        key=lambda s: (len(s), s))
+    named = {v: k for k, v in rename.items()}
     out = []
-    for w in range(max(grouped) + 1):
+    n_windows = max(max(grouped) + 1, math.ceil(duration_s / width - 1e-9))
+    for w in range(n_windows):
         rows = _merged(grouped.get(w, []))
         lo, hi = w * width, (w + 1) * width
         busy = _cpu(cpu, lo, hi)
         shards = []
         for shard in shard_ids:
-            requests, errors, buckets = rows.get(shard, [0, 0, {}])
+            requests, errors, buckets = rows.get(named.get(shard, shard), [0, 0, {}])
             values: dict = {"requests": requests, "errors": errors}
             p99 = bucket_percentile(buckets, 99.0)
             if p99 is not None:
