@@ -120,7 +120,7 @@ def window_evidence(production: Observations, profile: Profile | None,
             what.append(f"{pct(observed['cpu'])} CPU")
         if observed["p99_ms"] is not None:
             what.append(f"p99 {ms(observed['p99_ms'])}")
-        text = (f"production's peak window is "
+        text = (f"{production.label}'s peak window is "
                 f"{_when(observed['start_s'], observed['end_s'], span)}: shard "
                 f"{observed['shard']} at {', '.join(what) or 'its busiest'}")
         if observed["whole_run_share"] is not None:
