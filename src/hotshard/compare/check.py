@@ -294,7 +294,7 @@ def _peak_window(p, q, t: Thresholds) -> Check:
                                                      "end_s": tl.peak_end_s},
                                "production_shard": shard, "production_share": p_share}
     head = (f"production's peak window is {when}: shard {shard} carries {pct(p_share)} of "
-            f"its requests (keys {keys})")
+            f"its requests ({'keys' if ', ' in keys else 'key'} {keys})")
     if q.timeline is None:
         return Check("peak-window", "warn", head + "; not compared: the test has no time "
                      "column, so when its keys come is unknown (give it: check --time COL)",
