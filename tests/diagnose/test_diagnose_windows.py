@@ -110,3 +110,23 @@ def test_the_cli_prints_when(event_profile, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "When:" in run.stdout
     assert f"production's peak window is 60:00-70:00: shard {event_shard}" in run.stdout
+
+
+def test_a_host_bound_run_gives_no_latency_evidence():
+    """A run whose latency the machine made (every shard cool) is not a p99 to compare."""
+    shards = [{"id": str(s), "requests": 1000, "cpu": 0.18, "p99_ms": 40.0} for s in range(4)]
+    prod = Observations.from_dict({
+        "format": "hotshard.observations/1", "label": "production", "rate_rps": 300,
+        "duration_s": 60, "latency_ms": {"p50": 5.0, "p99": 900.0}, "shards": shards})
+    test = Observations.from_dict({
+        "format": "hotshard.observations/1", "label": "load test", "rate_rps": 500,
+        "duration_s": 60, "model": "open", "key_generator": "uniform",
+        "latency_ms": {"p50": 1900.0, "p99": 4000.0}, "shards": shards,
+        "latency_bound": {"label": "load test", "verdict": "host-bound",
+                          "reason": "p50 1,900 ms, 40x what its shards explain",
+                          "p50_ms": 1900.0, "explained_p50_ms": 47.0, "over": 40.0,
+                          "over_at": "p50", "hottest_cpu": 0.18}})
+    d = diagnose(prod, test)
+    assert any("'load test' was host-bound" in w for w in d.warnings)
+    words = " ".join(e for f in d.ranking for e in f.evidence)
+    assert "4,000 ms" not in words and "1,900 ms" not in words

@@ -295,7 +295,23 @@ def _when(production: Observations, profile: Profile | None, partitioner: str | 
 
 def _usable(obs: Observations | None, warnings: list[str]) -> Observations | None:
     """A run marked invalid (``valid: false``: too many of its requests failed) without its
-    measurements (``Observations.without_measurements``). Said in ``warnings``."""
+    measurements (``Observations.without_measurements``); a run whose latency was made by the
+    machine or the driver, not its shards (``drive.bound``: its ``latency_bound``), without
+    its latency (its per-shard load still stands). Said in ``warnings``."""
+    if obs is not None and obs.is_valid:
+        from hotshard.drive.bound import recorded_bound
+
+        try:
+            bound = recorded_bound(obs)
+        except InputError as exc:
+            warnings.append(f"{exc}: the run's latency verdict is unreadable; its latency is "
+                            "judged as given")
+            return obs
+        if bound is not None and bound.verdict in ("host-bound", "driver-bound"):
+            warnings.append(f"{obs.label!r} was {bound.summary()}: its latency describes the "
+                            "machine or the driver, not its shards, so it is left out of the "
+                            "judgement (its per-shard load still counts)")
+            return replace(obs, latency_ms=None, service_time_ms=None)
     if obs is None or obs.is_valid:
         return obs
     warnings.append(f"{obs.invalid_reason}: its latency and per-shard figures are left out "
