@@ -72,6 +72,9 @@ def test_the_peak_window_is_named_and_the_p99_compared_in_it(event_profile):
     assert when["predicted"]["shard"] == str(event_shard)
     assert when["predicted"]["key"] == str(EVENT_KEY)
     assert when["agrees"] is True
+    # window by window: this production's steady busiest shard is the steady key's, not the
+    # profile's busiest (its Zipf top channel): they agree in the event's window alone
+    assert when["predicted"]["windows_matched"] == {"same": 1, "compared": 12}
     skew = " ".join(d.finding("key-skew").evidence)
     assert "the latency lives where the load is" not in skew
     assert (f"in 60:00-70:00 shard {event_shard} served 45% of that window's requests"

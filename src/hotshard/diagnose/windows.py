@@ -97,6 +97,7 @@ def _predicted(profile: Profile, partitioner: str, n_shards: int) -> dict[str, A
             "key": key, "key_share": key_share,
             "whole_span_hottest": str(pred.hottest),
             "whole_span_share": float(pred.shares[peak.hottest]),
+            "window_hottest": [str(int(np.argmax(row))) for row in tl.shares],
             "events": [e.to_dict() for e in tl.events[:5]], "partitioner": part.spec}
 
 
@@ -141,6 +142,12 @@ def window_evidence(production: Observations, profile: Profile | None,
         sentences.append(text)
     agrees = None
     if observed is not None and predicted is not None:
+        matched = _window_by_window(production, predicted)
+        if matched is not None:
+            same, total = matched
+            sentences.append(f"window by window (the evidence's windows set on the profile's "
+                             f"by their place in the span), {production.label}'s busiest shard "
+                             f"is the one the profile predicts in {same} of {total} windows")
         agrees = observed["shard"] == predicted["shard"]
         sentences.append(
             ("the profile's peak shard is production's peak shard: the event in the profile "
@@ -148,7 +155,32 @@ def window_evidence(production: Observations, profile: Profile | None,
             (f"the profile's peak shard ({predicted['shard']}) is not production's "
              f"({observed['shard']}): the profile was taken in another period, or its event "
              "is not the one production saw"))
+    if observed is not None and predicted is not None:
+        predicted = {k: v for k, v in predicted.items() if k != "window_hottest"}
+        if matched is not None:
+            predicted["windows_matched"] = {"same": matched[0], "compared": matched[1]}
     return WindowEvidence(observed, predicted, agrees, tuple(sentences))
+
+
+def _window_by_window(obs: Observations, predicted: dict[str, Any]) -> tuple[int, int] | None:
+    """(windows whose busiest shard is the profile's predicted busiest, windows compared):
+    each evidence window is set on the profile window holding its middle, by its place in
+    its own span (the two spans need not be the same hours or lengths)."""
+    hottest = predicted.get("window_hottest") or []
+    span = _span(obs)
+    if not hottest or span <= 0:
+        return None
+    same = total = 0
+    for w in obs.windows:
+        counts = w.shard_requests
+        values = counts if counts and sum(counts) > 0 else w.shard_cpu
+        if not values:
+            continue
+        busiest = w.shards[int(np.argmax(values))].id
+        k = min(int((w.start_s + w.end_s) / 2 / span * len(hottest)), len(hottest) - 1)
+        total += 1
+        same += busiest == hottest[k]
+    return (same, total) if total else None
 
 
 def slow_shard_words(obs: Observations, slow_id: str, slow_p99: float, median_p99: float,
