@@ -149,6 +149,8 @@ def _shard_rows(pred, label: str) -> list[str]:
                     f"queues grow without bound. {hottest}")
         else:
             text = f"no shard saturates at {pred.rps:,.0f} rps. {hottest}"
+        if pred.timeline is not None:  # the whole span's average: the peak is said above
+            text = "Over the whole span's average, " + text[0].lower() + text[1:]
         lines += textwrap.wrap(text, width=96, initial_indent="    ",
                                subsequent_indent="      ")
     return lines
@@ -230,8 +232,12 @@ def _timeline_lead(pred) -> list[str]:
     lines = textwrap.wrap(lead, width=96, initial_indent="", subsequent_indent="    ")
     if peak.cpu is not None:
         sat = (f"; saturated: {', '.join(map(str, peak.saturated))}" if peak.saturated else "")
-        lines.append(f"    at that window's {peak.rps:,.4g} req/s: shard {hot} at "
-                     f"{pct(peak.cpu[hot])} CPU{sat}")
+        # the whole span's mean rate at which the peak shard reaches 100% in its window
+        at = peak.max_rps * pred.rps / peak.rps if peak.rps else float("nan")
+        lines += textwrap.wrap(
+            f"at that window's {peak.rps:,.4g} req/s: shard {hot} at {pct(peak.cpu[hot])} "
+            f"CPU{sat}; it reaches 100% in that window at {at:,.0f} rps in total (the whole "
+            "span's mean)", width=96, initial_indent="    ", subsequent_indent="      ")
     for e in tl.events[:5]:
         lines += textwrap.wrap(
             f"  event: key {e.key} (shard {e.shard}) carries {pct(e.share)} of the requests "

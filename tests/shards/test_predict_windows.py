@@ -174,3 +174,29 @@ def test_the_event_detail_round_trips_and_is_checked(straddling, tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ProfileError, match=r"timelines\.detail\[0\] does not fit"):
         Profile.load(path)
+
+
+def test_detail_totals_must_agree_with_the_arrivals(straddling, tmp_path):
+    from hotshard.errors import ProfileError
+
+    _, profile = straddling
+    doc = profile.to_dict()
+    totals = doc["timelines"]["detail"][0]["totals"]
+    doc["timelines"]["detail"][0]["totals"] = [10 * t for t in totals]  # still <= events?
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=r"where the arrivals count"):
+        Profile.load(path)
+
+
+def test_saturation_is_said_for_the_peak_and_the_whole_span_apart(aligned, tmp_path):
+    trace, profile = aligned
+    path = tmp_path / "p.json"
+    profile.save(path)
+    run = subprocess.run([sys.executable, "-m", "hotshard", "predict", str(path), "-p",
+                          "redis-cluster", "-n", "16", "--rps", "60", "--capacity", "20"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "saturated: " in text and "it reaches 100% in that window at" in text
+    assert "Over the whole span's average, " in text

@@ -63,10 +63,15 @@ def check(test_inputs, production_path, key, time_col, partitioner, shards, key_
     shares, tail exponent, working set (and LRU hit rates with --cache-size), with
     --partitioner the hottest shard against production's, and when production's profile has
     arrivals (profile --time) the test's burstiness (index of dispersion from 1 s to 60 s;
-    a test smoother than production understates its p99). Exit status 1 when the test would
-    hide a hot key, a hot shard or production's bursts (a check fails), 0 otherwise
-    (warnings included), 2 on bad input. When production has no semantic hot spot, uniform
-    test keys pass, with the reason.
+    a test smoother than production understates its p99). With --partitioner and a
+    production profile that has timelines (profile --time), the peak-window check: a hot shard
+    is hot in a window, so production's peak window (the window and shard with the largest
+    share of that window's requests: an event) is set against the test's same window (by its
+    place in the test's own span; the test's time column, --time, default `timestamp`): a test
+    right on average that never has the event fails, naming the window it misses. Exit status
+    1 when the test would hide a hot key, a hot shard, production's peak window or its bursts
+    (a check fails), 0 otherwise (warnings included), 2 on bad input. When production has no
+    semantic hot spot, uniform test keys pass, with the reason.
 
     \b
     Examples:

@@ -36,6 +36,14 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, calibr
     cache-warmth, network, payload-size, hot-node, no-hot-spot (uniform keys are right).
     A malformed field is dropped with a note and the causes that needed it say so.
 
+    A hot shard is hot in a window. The diagnosis opens with *When*: the evidence's peak window
+    (its `windows`, as drive, observe prometheus and simulate write them: the window whose
+    busiest shard was busiest) beside the profile's predicted peak (with --profile and its
+    timelines), window by window, and whether they agree; a shard's p99 is compared with its
+    load in the same window, and the what-ifs are judged in the peak window. A run whose
+    latency the machine or the driver made (its recorded latency_bound) gives no latency
+    evidence.
+
     \b
     Example:
       hotshard diagnose examples/incident-production.json \\

@@ -30,9 +30,11 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
     record mitigations or come after production are compared with it. A malformed field is
     dropped with a note, as `hotshard diagnose` does. The report shows the
     profile's rank-frequency with its fitted tail, per-shard load for uniform keys, the
-    profile's prediction and every run (hottest shard marked), latency percentiles, the
-    mitigations side by side, and the diagnosis with its evidence and next steps. Plots are
-    inline SVG: the file opens offline.
+    profile's prediction and every run (hottest shard marked), per-shard load and p99 over
+    time (production's windows and the profile's timelines, the events shaded: a hot shard is
+    hot in a window), latency percentiles, the mitigations side by side, and the diagnosis
+    with its evidence and next steps. A live p99 comparison is stated only when the runs
+    behind it were shard-bound. Plots are inline SVG: the file opens offline.
 
     \b
     Examples:

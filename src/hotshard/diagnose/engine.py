@@ -38,7 +38,8 @@ def _is_production(obs: Observations) -> bool:
 
 
 def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float | None,
-              model=None, rate: float | None = None) -> list[Recommendation]:
+              model=None, rate: float | None = None, production: Observations | None = None
+              ) -> list[Recommendation]:
     """Predict the hottest shard's share before and after each mitigation on this profile;
     with a calibrated service ``model`` (``sim.calibrate``) and production's ``rate``, also
     its CPU and p99 before and after, simulated at production's rate and shard count."""
@@ -74,10 +75,18 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
             after = float(peak.after.shares.max())
             detail = (f"hotshard predict ({partitioner}, {n_shards} shards): in the profile's "
                       f"peak window ({clock(tl.peak_start_s, span)}-"
-                      f"{clock(tl.peak_end_s, span)}) the hottest shard, {peak.hottest}, "
-                      f"carries {pct(base)} of that window's load now, {pct(after)} after "
-                      f"(over the whole span {pct(float(result.shares.max()))} now, "
+                      f"{clock(tl.peak_end_s, span)}) its hottest shard, {peak.hottest}, "
+                      f"carries {pct(base)} of that window's load now, and the window's "
+                      f"hottest shard {pct(after)} after (over the whole span the hottest "
+                      f"shard carries {pct(float(result.shares.max()))} now, "
                       f"{pct(float(result.after.shares.max()))} after)")
+            # the CPU to scale is the peak shard's in the evidence's peak window, not the
+            # whole run's hottest shard's
+            hot_cpu = _window_cpu(production, str(peak.hottest))
+            if hot_cpu is not None and now is None:
+                detail += (f"; its CPU in production's peak window, ~{pct(hot_cpu)}, would "
+                           f"fall to ~{pct(hot_cpu * after / base)} at the same rate")
+                hot_cpu = None  # said
         else:
             base = float(result.shares.max())
             after = float(result.after.shares.max())
@@ -98,6 +107,14 @@ def _what_ifs(profile: Profile, partitioner: str, n_shards: int, hot_cpu: float 
         out.append(Recommendation(action[0].upper() + action[1:], detail, base, after,
                                   "share of load", **extra))
     return out
+
+
+def _window_cpu(production: Observations | None, shard: str) -> float | None:
+    """``shard``'s CPU in the evidence's peak window; None without windows with its CPU."""
+    w = production.peak_window if production is not None else None
+    if w is None:
+        return None
+    return next((x.cpu for x in w.shards if x.id == shard and x.cpu is not None), None)
 
 
 def _simulated(model, rate: float, n_shards: int, partitioner: str, mitigations
@@ -130,7 +147,7 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
             model = _calibrated(calibrate_from, ev.profile, rate_of(p), notes)
             try:
                 recs.extend(_what_ifs(ev.profile, name, s.shards, hot_cpu, model,
-                                      rate_of(p)))
+                                      rate_of(p), p))
             except InputError as exc:
                 notes.append(f"what-ifs skipped: {exc}")
             recs.append(Recommendation(

@@ -301,6 +301,14 @@ class Profile:
                     timelines.counts.sum(axis=1) != dist.head_counts):
                 raise ProfileError("timelines disagree with head.counts: each head key's "
                                    "windows must add up to its count")
+            if arrivals is not None and not source.get("scaled"):
+                _detail_agrees(timelines, arrivals)
+            for j, d in enumerate(timelines.detail):
+                if d.totals.sum() > dist.events + 0.5:
+                    raise ProfileError(f"timelines.detail[{j}].totals hold {d.totals.sum():,} "
+                                       f"requests, more than the profile's "
+                                       f"{dist.events:,.0f}: they count every request in "
+                                       "their sub-windows, once")
         return cls(source=source, dist=dist, privacy=privacy,
                    placement=placement, operations=operations,
                    sizes=doc.get("sizes"), rate=doc.get("rate"), locality=locality,
@@ -413,6 +421,28 @@ def bin_tail(values: NDArray, keys: NDArray, power_law: dict | None) -> TailMode
 
 
 # -- parsing helpers -----------------------------------------------------------------------
+def _detail_agrees(timelines: Timelines, arrivals: ArrivalModel) -> None:
+    """Each event detail's requests per window against the arrivals' count over the same
+    window (both from the profile's first request): they may differ only by where an arrival
+    bin straddles a window edge, at most a bin's requests at each edge."""
+    res = float(arrivals.resolution_s)
+    cum = np.concatenate([[0.0], np.cumsum(arrivals.counts, dtype=np.float64)])
+    bin_edges = np.arange(cum.size) * res
+    step = timelines.seconds / timelines.windows
+    slack = 2.0 * float(arrivals.counts.max()) + 1.0 if arrivals.counts.size else 1.0
+    for j, d in enumerate(timelines.detail):
+        span = d.counts.size // d.bins_per_window
+        per_window = d.totals.reshape(span, d.bins_per_window).sum(axis=1)
+        edges = (d.from_window + np.arange(span + 1)) * step
+        expected = np.diff(np.interp(edges, bin_edges, cum))
+        if np.any(np.abs(per_window - expected) > slack):
+            w = int(np.argmax(np.abs(per_window - expected)))
+            raise ProfileError(f"timelines.detail[{j}].totals hold {int(per_window[w]):,} "
+                               f"requests in window {d.from_window + w} where the arrivals "
+                               f"count {expected[w]:,.0f}: they count every request of their "
+                               "sub-windows, as the arrivals do")
+
+
 def _num(v: float) -> int | float:
     return int(v) if float(v).is_integer() and abs(v) < 2**63 else float(v)
 

@@ -161,6 +161,10 @@ def _details(doc: Any, counts: NDArray[np.int64], where: str) -> tuple[EventDeta
             raise ProfileError(f"{at} does not fit its key's timeline: counts must fill whole "
                                "windows inside the timeline, add up to the key's count in "
                                "each, and never exceed the totals")
+        heads = counts[:, first:first + span].sum(axis=0)
+        if np.any(t.reshape(span, bins).sum(axis=1) < heads):
+            raise ProfileError(f"{at}.totals are fewer than the head keys' requests in their "
+                               "windows: they count every request of each sub-window")
         out.append(EventDetail(key, first, bins, c, t))
     return tuple(out)
 
