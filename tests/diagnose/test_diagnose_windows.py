@@ -25,12 +25,14 @@ def _shards_of(profile):
     return (int(part.shard_of([str(EVENT_KEY)])[0]), int(part.shard_of([str(STEADY_KEY)])[0]))
 
 
-def _production(event_shard: int, steady_shard: int, *, windows: bool):
+def _production(event_shard: int, steady_shard: int, *, windows: bool, event: bool = True,
+                label: str = "production"):
     """12 windows of 10 minutes: the steady shard carries 14% throughout, the event shard 6%
     except in 60:00-70:00, where it carries 45% at 95% CPU with a 3.6 s p99."""
     rows = []
+    with_event = event
     for w in range(12):
-        event = w == 6
+        event = with_event and w == 6
         shards = []
         for s in range(SHARDS):
             share = 0.45 if (event and s == event_shard) else (
@@ -52,7 +54,7 @@ def _production(event_shard: int, steady_shard: int, *, windows: bool):
     shards = [{"id": str(s), "requests": totals[str(s)],
                "cpu": min(0.99, totals[str(s)] / sum(totals.values()) * 2.5),
                "p99_ms": 3660.0 if s == event_shard else 30.0} for s in range(SHARDS)]
-    doc = {"format": "hotshard.observations/1", "label": "production", "rate_rps": 300,
+    doc = {"format": "hotshard.observations/1", "label": label, "rate_rps": 300,
            "duration_s": 7200, "latency_ms": {"p50": 5.5, "p99": 800.0}, "shards": shards,
            "extra": {}}
     if windows:
@@ -133,3 +135,16 @@ def test_a_host_bound_run_gives_no_latency_evidence():
     assert any("'load test' was host-bound" in w for w in d.warnings)
     words = " ".join(e for f in d.ranking for e in f.evidence)
     assert "4,000 ms" not in words and "1,900 ms" not in words
+
+
+def test_a_load_test_without_the_event_is_said_to_lack_it(event_profile):
+    event_shard, steady_shard = _shards_of(event_profile)
+    prod = _production(event_shard, steady_shard, windows=True)
+    flat = _production(event_shard, steady_shard, windows=True, event=False, label="load test")
+    d = diagnose(prod, flat, profile=event_profile, partitioner="redis-cluster")
+    words = " ".join(d.when.sentences)
+    assert f"'load test' never has it: its busiest window for shard {event_shard}" in words
+    assert "0.13x the peak's 45%" in words
+    same = diagnose(prod, _production(event_shard, steady_shard, windows=True,
+                                      label="load test"), profile=event_profile)
+    assert "'load test' has it: in its 60:00-70:00" in " ".join(same.when.sentences)

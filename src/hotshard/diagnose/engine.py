@@ -289,19 +289,19 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         notes.append("no load test given: the causes that compare the test with "
                      "production cannot be judged")
     recs = _recommend(ev, found, partitioner, notes, calibrate_from)
-    when = _when(production, profile, partitioner, notes)
+    when = _when(production, profile, partitioner, notes, baseline)
     return Diagnosis(production.label, baseline.label if baseline is not None else None,
                      tuple(findings), tuple(recs), tuple(notes), tuple(warnings), when)
 
 
 def _when(production: Observations, profile: Profile | None, partitioner: str | None,
-          notes: list[str]):
+          notes: list[str], baseline: Observations | None = None):
     """The time axis (``diagnose.windows``): production's peak window and the profile's."""
     from hotshard.diagnose.windows import window_evidence
 
     n = len(production.shards) or max((len(w.shards) for w in production.windows), default=0)
     name = partitioner or production.recorded_partitioner or DEFAULT_PARTITIONER
-    when = window_evidence(production, profile, name, n)
+    when = window_evidence(production, profile, name, n, baseline)
     if not production.windows and production.shards and profile is not None \
             and profile.timelines is not None:
         notes.append("production's evidence has no time axis (windows): its shares are "

@@ -102,7 +102,8 @@ def _predicted(profile: Profile, partitioner: str, n_shards: int) -> dict[str, A
 
 
 def window_evidence(production: Observations, profile: Profile | None,
-                    partitioner: str | None, n_shards: int | None) -> WindowEvidence | None:
+                    partitioner: str | None, n_shards: int | None,
+                    baseline: Observations | None = None) -> WindowEvidence | None:
     """Production's peak window and the profile's predicted one; None when neither the
     evidence has windows nor the profile timelines."""
     observed = _observed(production) if production.windows else None
@@ -155,11 +156,43 @@ def window_evidence(production: Observations, profile: Profile | None,
             (f"the profile's peak shard ({predicted['shard']}) is not production's "
              f"({observed['shard']}): the profile was taken in another period, or its event "
              "is not the one production saw"))
+    if baseline is not None and (observed is not None or predicted is not None):
+        sentences.append(_baseline_words(baseline, observed, predicted))
     if observed is not None and predicted is not None:
         predicted = {k: v for k, v in predicted.items() if k != "window_hottest"}
         if matched is not None:
             predicted["windows_matched"] = {"same": matched[0], "compared": matched[1]}
     return WindowEvidence(observed, predicted, agrees, tuple(sentences))
+
+
+def _baseline_words(baseline: Observations, observed: dict[str, Any] | None,
+                    predicted: dict[str, Any] | None) -> str:
+    """Whether the load test ever had production's peak: its largest share of a window's
+    requests on the peak shard, against the peak's."""
+    peak = observed if observed is not None and observed.get("share") is not None else predicted
+    shard, share = peak["shard"], peak.get("share")
+    if not baseline.windows:
+        return (f"{baseline.label!r} has no windows in its evidence: whether it ever had the "
+                f"peak (shard {shard} at {pct(share) if share is not None else 'its busiest'}) "
+                "cannot be told from it; `hotshard check TEST --against PROFILE -p P -n N` "
+                "tells from the test's keys")
+    best, best_w = None, None
+    for w in baseline.windows:
+        got = shard_share_in(w, shard)
+        if got is not None and (best is None or got > best):
+            best, best_w = got, w
+    if best is None or share is None:
+        return (f"{baseline.label!r} counts no requests of shard {shard} per window: whether "
+                "it had the peak cannot be told")
+    span = _span(baseline)
+    when = _when(best_w.start_s, best_w.end_s, span)
+    ratio = best / share if share > 0 else float("inf")
+    if ratio >= 0.8:
+        return (f"{baseline.label!r} has it: in its {when} shard {shard} carries {pct(best)} of "
+                f"the window's requests ({ratio:.2f}x the peak's)")
+    return (f"{baseline.label!r} never has it: its busiest window for shard {shard} ({when}) "
+            f"puts {pct(best)} of the requests there, {ratio:.2f}x the peak's {pct(share)}: "
+            "a test right on average without the event cannot show the shard that melts")
 
 
 def _window_by_window(obs: Observations, predicted: dict[str, Any]) -> tuple[int, int] | None:
