@@ -340,9 +340,10 @@ def _time_section(page: _Page, roles: Roles,
                     f": shard {_e(observed.shard_ids[k])} at {pct(observed.values[w, k])} "
                     f"({_e(observed.unit)})")
         if observed.p99_ms is not None and not np.isnan(observed.p99_ms[w]):
-            sentence += f", the window's p99 {_e(_ms(observed.p99_ms[w]))}"
+            sentence += f", the window's p99 (all shards) {_e(_ms(observed.p99_ms[w]))}"
         words.append(sentence)
-        page.summary.append(sentence + ".")
+        # a hot shard is hot in a window: the summary leads with when
+        page.summary.insert(0, sentence + ".")
     else:
         notes.append(f"{roles.production.label}: no time axis in its evidence (no windows), "
                      "so its shares are whole-run averages.")
