@@ -20,6 +20,7 @@ from hotshard.observations import (
     Observations,
     ShardObservation,
     load,
+    salvage,
 )
 
 # The example of DESIGN.md "Observations format", comments dropped and the "open | closed | null"
@@ -438,3 +439,15 @@ def test_windows_round_trip_and_name_the_peak():
 def test_bad_windows_are_named(windows, message):
     with pytest.raises(ObservationsError, match=re.escape(message)):
         Observations.from_dict({"format": FORMAT, "label": "run", "windows": windows})
+
+
+def test_salvage_keeps_the_good_windows_and_drops_a_bad_one():
+    windows = [{"start_s": i * 10, "end_s": (i + 1) * 10,
+                "shards": [{"id": "0", "requests": 5, "cpu": 0.5}]} for i in range(4)]
+    windows[2]["shards"][0]["cpu"] = -0.3
+    obs, problems = salvage({"format": FORMAT, "label": "run", "windows": windows})
+    assert [w.start_s for w in obs.windows] == [0, 10, 30]
+    assert len(problems) == 1 and "windows[2].shards[0].cpu" in problems[0]
+    with pytest.raises(ObservationsError, match="past the run's end"):
+        Observations.from_dict({"format": FORMAT, "label": "run", "duration_s": 20,
+                                "windows": windows[:2] + [windows[3]]})

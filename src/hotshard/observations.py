@@ -547,6 +547,14 @@ class Observations:
         _settle(self, _TOP_SPEC, "")
         object.__setattr__(self, "extra",
                            _check_extra(self.extra, (*_TOP_SPEC, "format"), "extra"))
+        if self.windows and self.duration_s is not None:
+            late = next((i for i, w in enumerate(self.windows)
+                         if w.start_s >= self.duration_s + 1e-9), None)
+            if late is not None:
+                raise _F.fail(f"windows[{late}].start_s",
+                              f"{show(self.windows[late].start_s)} is past the run's end "
+                              f"(duration_s {show(self.duration_s)}): windows lie within "
+                              "the run")
 
     # -- serialisation ---------------------------------------------------------------------------
     @classmethod
@@ -825,6 +833,20 @@ def salvage(doc: Any) -> tuple[Observations, tuple[str, ...]]:
     kept: dict[str, Any] = dict(base)
     for name, value in doc.items():
         if name in base:
+            continue
+        if name == "windows" and isinstance(value, list | tuple) and len(value) <= MAX_WINDOWS:
+            good = []
+            for i, item in enumerate(value):
+                try:
+                    TimeWindow.from_dict(item, where=f"windows[{i}]")
+                    good.append(item)
+                except ObservationsError as exc:
+                    problems.append(f"{exc}; window dropped")
+            try:
+                Observations.from_dict({**base, "windows": good})
+                kept["windows"] = good
+            except ObservationsError as exc:
+                problems.append(f"{exc}; windows ignored")
             continue
         if name == "shards" and isinstance(value, list | tuple):
             dropped: list[tuple[str, str, Any]] = []

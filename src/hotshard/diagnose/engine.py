@@ -303,7 +303,7 @@ def _when(production: Observations, profile: Profile | None, partitioner: str | 
     name = partitioner or production.recorded_partitioner or DEFAULT_PARTITIONER
     when = window_evidence(production, profile, name, n, baseline)
     if not production.windows and production.shards and profile is not None \
-            and profile.timelines is not None:
+            and profile.timelines is not None and not any("windows" in n for n in notes):
         notes.append("production's evidence has no time axis (windows): its shares are "
                      "whole-run averages, so a shard hot in one window shows only diluted; "
                      "`hotshard observe prometheus` and `drive` write windows")
