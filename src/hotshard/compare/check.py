@@ -309,11 +309,16 @@ def _peak_window(p, q, t: Thresholds) -> Check:
         "test_best_share": best})
     tspan = float(qt.edges_s[-1])
     best_when = f"{clock(qt.edges_s[best_w], tspan)}-{clock(qt.edges_s[best_w + 1], tspan)}"
+    if abs(tspan - span) > 0.05 * span:  # the test's own clock: say so
+        best_when += f" of its {clock(tspan, tspan)}"
     ratio_same = same / p_share if p_share > 0 and same == same else 0.0
     ratio_best = best / p_share if p_share > 0 else 1.0
     numbers.update({"ratio_same_window": ratio_same, "ratio_best_window": ratio_best})
     if _grade(ratio_same, t.shard_fail, t.shard_warn) == "pass":
-        return Check("peak-window", "pass", head + f"; the test's same window puts "
+        same_when = (f"{clock(qt.edges_s[w], tspan)}-{clock(qt.edges_s[w + 1], tspan)}"
+                     if rows is not None else when)
+        return Check("peak-window", "pass", head + f"; the test's same window ({same_when}"
+                     f"{'' if abs(tspan - span) <= 0.05 * span else ' of its own span'}) puts "
                      f"{pct(same)} there ({ratio_same:.2f}x)", numbers)
     verdict = _grade(ratio_best, t.shard_fail, t.shard_warn)
     if verdict == "fail":
