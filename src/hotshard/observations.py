@@ -547,14 +547,6 @@ class Observations:
         _settle(self, _TOP_SPEC, "")
         object.__setattr__(self, "extra",
                            _check_extra(self.extra, (*_TOP_SPEC, "format"), "extra"))
-        if self.windows and self.duration_s is not None:
-            late = next((i for i, w in enumerate(self.windows)
-                         if w.start_s >= self.duration_s + 1e-9), None)
-            if late is not None:
-                raise _F.fail(f"windows[{late}].start_s",
-                              f"{show(self.windows[late].start_s)} is past the run's end "
-                              f"(duration_s {show(self.duration_s)}): windows lie within "
-                              "the run")
 
     # -- serialisation ---------------------------------------------------------------------------
     @classmethod
