@@ -11,10 +11,13 @@ writes two ``hotshard.profile/1`` documents (counts only, well under 100 KB each
 ``incident.profile.json``
     One hour of a live-streaming platform's chat-history service at the incident's production
     rate (3000 req/s): integer channel IDs, the top 1% of channels carrying half of all
-    requests, a power-law tail, reads and writes, message sizes and the per-second rate.
+    requests, a power-law tail, reads and writes, message sizes, the per-second rate, and the
+    hour's time sections (``locality``, ``arrivals``, ``timelines``) measured from its requests
+    laid out in time.
 ``incident-event.profile.json``
     The same hour, the same channels and the same rate, while one channel hosts a big event
-    and carries ``EVENT_SHARE`` of all requests alone.
+    and carries ``EVENT_SHARE`` of all requests alone (its ``timelines`` show it hot in the
+    event's windows).
 
 The model
 ---------
@@ -39,6 +42,15 @@ The event variant keeps the total: the event channel's requests become ``EVENT_S
 hour, and the other channels' requests are thinned at random to the rest (a multivariate
 hypergeometric draw over their (channel, op) cells: viewers who left their channel for the
 event), so both files describe 3000 req/s and differ only in where the requests go.
+
+When the requests come: the hour's request instants are drawn from the rate's named swings and
+waves (``arrival_times``), and each channel's requests are placed in one live session of the
+hour, longer for larger channels (``session_spans``: the popular channels are live all hour);
+the event channel's follow ``EVENT_AUDIENCE``, while the others' thin out as it draws their
+viewers. That stream of (channel, instant), in time order, is measured as ``hotshard profile
+--time`` measures event rows (``measure_locality``, ``measure_arrivals``,
+``measure_timelines``, the DuckDB engine's calls): the profiles' ``locality``, ``arrivals`` and
+``timelines`` are what the library finds in it, not numbers written here.
 
 Every random part has its own stream spawned from ``--seed``, so the same seed gives
 byte-identical files (the test checks the committed files are what this script makes), and the
@@ -87,7 +99,8 @@ TOTAL_REQUESTS = MEAN_RPS * WINDOW_SECONDS
 # channel pages, VOD chat replay) add more. A service taking 3000 req/s is smaller than that
 # platform's, so 300,000 channels, an average of 36 requests each, sits in the middle of the
 # plausible range (a few hundred thousand to a few million). At this size almost every channel
-# gets at least one request (the least popular expects about 5), and the script runs in a second.
+# gets at least one request (the least popular expects about 5), and the hour's 10.8 M
+# requests laid out in time fit in memory (the script takes ~30 s and ~1.2 GB).
 N_CHANNELS = 300_000
 
 # The incident: "the top 1% of channels carries about half the viewing". The Zipf exponent is
@@ -171,6 +184,36 @@ EVENT_CHANNEL_RANK = 20
 # when it was hot, not a steady 30% all hour.
 EVENT_AUDIENCE = (0.15, 0.45, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.6, 0.35, 0.2)
 
+# When each channel's requests come. Chat history is read while a channel is live (viewers who
+# open it, reconnect or scroll back), so a channel's requests come in one contiguous session
+# of the hour, not spread over all of it, and the session is longer the larger the audience:
+# the popular channels stream for hours and viewers arrive at them all the time, so they are
+# live the whole hour; a small channel's few requests come while its handful of viewers is
+# there (a short stream, one that starts or ends in the hour, a raid that passes through).
+# A channel with n requests gets a session of
+#     hour x min(1, (n / FULL_HOUR_REQUESTS) ** SESSION_EXPONENT)
+# at a uniformly random place on the hour taken as a circle (a session that runs past its end
+# goes on at its start: the hour is a slice of a steady evening, so every minute of it sees the
+# same mix of channels, with no edge effect), and its requests at uniform instants in it.
+# A channel with a request a second on average (3,600 in the hour: the top ~200 channels,
+# each with thousands of viewers) is live all hour; so are the channels that make the hot
+# shard, which the incident saw at 95% all hour, not in spells.
+FULL_HOUR_REQUESTS = 3600
+# Ten times the requests, twice the session (10 ** SESSION_EXPONENT = 2): a larger channel is
+# both watched longer and more densely. The median channel (~9 requests) is then live for about
+# ten minutes and about 56,000 channels are live at an average moment (the script prints both),
+# against the largest platform's ~100,000 for a service a fraction of its size.
+SESSION_EXPONENT = math.log10(2)
+# The request instants: the k-th request in session time (each channel's sessions and instants
+# as above) is served at the k-th of the hour's arrivals (``arrival_times``), so every channel's
+# requests lie in its session, read on the arrivals' clock (within ~2% of the wall clock), and
+# the hour's waves are shared by the channels live at the moment. The event channel's requests
+# come by EVENT_AUDIENCE, uniform in each window; every other channel's session runs on a clock
+# that slows while the event draws its audience away (its density in window w is the share the
+# event leaves of w), so each window keeps the hour's traffic and the event its share of it.
+# The stream's time column, as the locality section records its order (``time:<column>``).
+TIME_COLUMN = "ts"
+
 # Head size: channels kept by name with exact counts (hotshard profile's default --top-k).
 TOP_K = 500
 # Privacy floor (hotshard profile's --min-count): the channels here are synthetic, so nothing is
@@ -188,7 +231,8 @@ DATA = HERE.parent / "src" / "hotshard" / "data"
 
 # Independent random streams spawned from the seed, one per random part, so changing one part
 # never shifts another's draws.
-_STREAMS = ("channel_ids", "requests", "operations", "event", "rate", "timelines")
+_STREAMS = ("channel_ids", "requests", "operations", "event", "rate", "sessions",
+            "everyday_instants", "event_instants")
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -292,25 +336,84 @@ def rate_record(times: np.ndarray) -> dict:
     }
 
 
-def event_timelines(profile: Profile, times: np.ndarray, event_id: int,
-                    rng: np.random.Generator):
-    """The event profile's ``timelines``: the event channel's requests over the 12 windows by
-    EVENT_AUDIENCE x the window's traffic, every other head channel's by what the event left
-    of each window (a multinomial split of its exact count, so each row sums to it)."""
-    from hotshard.profile.timelines import Timelines
+@dataclass(frozen=True)
+class Sessions:
+    """Each channel's live session on the hour taken as a circle, as fractions of the hour:
+    it starts at ``start`` and lasts ``length`` (1: the whole hour), channels in everyday
+    popularity order. Both variants share them: the event does not move anyone's broadcast."""
 
-    windows = len(EVENT_AUDIENCE)
-    per_window = np.bincount(np.minimum((times * windows / WINDOW_SECONDS).astype(np.int64),
-                                        windows - 1), minlength=windows).astype(np.float64)
-    head_ids = [int(k) for k in profile.dist.head_keys]
-    head_counts = np.asarray(profile.dist.head_counts, dtype=np.int64)
-    event = head_ids.index(event_id)
-    audience = np.asarray(EVENT_AUDIENCE) * per_window
-    event_row = rng.multinomial(int(head_counts[event]), audience / audience.sum())
-    left = np.maximum(per_window - event_row, 0.0)
-    rows = np.stack([rng.multinomial(int(c), left / left.sum()) for c in head_counts])
-    rows[event] = event_row
-    return Timelines(WINDOW_START.timestamp(), float(WINDOW_SECONDS), rows.astype(np.int64))
+    start: np.ndarray  # float64, [N_CHANNELS]
+    length: np.ndarray  # float64, [N_CHANNELS]
+
+    def live_at_a_moment(self) -> float:
+        """How many channels are live at an average moment: the sum of the sessions' lengths."""
+        return float(self.length.sum())
+
+    def median_minutes(self, active: np.ndarray) -> float:
+        """The median session, in minutes, of the channels with a request (``active``)."""
+        return float(np.median(self.length[active])) * WINDOW_SECONDS / 60.0
+
+
+def session_spans(per_channel: np.ndarray, rng: np.random.Generator) -> Sessions:
+    """Sessions of hour x min(1, (n / FULL_HOUR_REQUESTS) ** SESSION_EXPONENT) for a channel of
+    n requests, each starting at a uniform instant of the hour (a circle)."""
+    length = np.minimum(1.0, (per_channel / FULL_HOUR_REQUESTS) ** SESSION_EXPONENT)
+    return Sessions(rng.random(per_channel.size), length)
+
+
+def _window_edges() -> np.ndarray:
+    """The edges of EVENT_AUDIENCE's windows, as fractions of the hour."""
+    return np.linspace(0.0, 1.0, len(EVENT_AUDIENCE) + 1)
+
+
+def event_window_shares() -> np.ndarray:
+    """The event channel's expected share of each window's requests: EVENT_AUDIENCE scaled so
+    that the hour's average is EVENT_SHARE."""
+    audience = np.asarray(EVENT_AUDIENCE, dtype=np.float64)
+    return EVENT_SHARE * audience / audience.mean()
+
+
+def request_keys(traffic: Traffic, sessions: Sessions, rng: np.random.Generator, *,
+                 event: int | None = None) -> np.ndarray:
+    """The channel ID of each of the hour's TOTAL_REQUESTS requests, in time order: the k-th
+    is the k-th arrival's (``arrival_times``).
+
+    Every request gets an instant of session time in [0, 1): uniform in its channel's session
+    (on the circle); with ``event`` (a channel index, the event variant), the event channel's
+    come by ``event_window_shares`` (uniform in each window) and every other channel's session
+    time is read through the clock that gives its window w the share ``1 - share_w`` the event
+    leaves of it (the inverse of that piecewise-linear CDF). Sorting the instants (stably)
+    orders the channels; the k-th request in that order is served at the k-th arrival.
+    """
+    n = traffic.per_channel
+    owner = np.repeat(np.arange(n.size, dtype=np.int64), n)
+    u = sessions.start[owner] + sessions.length[owner] * rng.random(owner.size)
+    u -= np.floor(u)  # on the circle
+    if event is not None:
+        edges = _window_edges()
+        share = event_window_shares()
+        others = np.concatenate([[0.0], np.cumsum(1.0 - share)])
+        event_cdf = np.concatenate([[0.0], np.cumsum(share)])
+        mine = owner == event
+        u[~mine] = np.interp(u[~mine], others / others[-1], edges)
+        u[mine] = np.interp(rng.random(int(mine.sum())), event_cdf / event_cdf[-1], edges)
+    order = np.argsort(u, kind="stable")
+    del u
+    return traffic.channel_ids[owner[order]]
+
+
+def time_sections(keys: np.ndarray, times: np.ndarray, head_ids: list[int]):
+    """(locality, timelines) of the stream of channel ``keys`` at the sorted ``times`` (s
+    from the window's start), measured as ``hotshard profile --time`` measures event rows
+    (the DuckDB engine's calls): ``measure_locality`` in time order, ``measure_timelines`` of
+    the head channels over the timestamps (epoch seconds, as a time column gives them)."""
+    from hotshard.profile.locality import measure_locality
+    from hotshard.profile.timelines import measure_timelines
+
+    locality = measure_locality(keys, order=f"time:{TIME_COLUMN}")
+    timelines = measure_timelines(keys.view(np.uint64), WINDOW_START.timestamp() + times,
+                                  np.asarray(head_ids, dtype=np.int64).view(np.uint64))
+    return locality, timelines
 
 
 def size_quantiles() -> dict[str, float]:
@@ -324,14 +427,14 @@ def _stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_profile(traffic: Traffic, *, times: np.ndarray, variant: str, seed: int,
-                  workdir: Path, timelines_rng: np.random.Generator | None = None,
-                  arrivals: ArrivalModel | None = None) -> Profile:
+def build_profile(traffic: Traffic, *, times: np.ndarray, keys: np.ndarray, variant: str,
+                  seed: int, workdir: Path, arrivals: ArrivalModel | None = None) -> Profile:
     """Profile the traffic's (channel_id, op, n) rows with ``count_profile``, then add what
-    counts cannot carry: sizes, the rate and arrivals measured from ``times``, and (with
-    ``timelines_rng``, the event variant) the head channels' timelines. ``arrivals``, when
-    given, is ``measure_arrivals(times)`` already made (both variants share the hour's
-    arrivals: measured once, not per file)."""
+    counts cannot carry: sizes, the rate and arrivals measured from ``times``, and the
+    locality and head channels' timelines measured from the stream of ``keys`` at ``times``
+    (``request_keys``: the same requests, in time order). ``arrivals``, when given, is
+    ``measure_arrivals(times)`` already made (both variants share the hour's arrivals:
+    measured once, not per file)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -354,13 +457,11 @@ def build_profile(traffic: Traffic, *, times: np.ndarray, variant: str, seed: in
         "created": _stamp(end),  # fixed, so the same seed writes the same bytes
         "window": {"start": _stamp(WINDOW_START), "end": _stamp(end)},
     }
+    locality, timelines = time_sections(keys, times, [int(k) for k in profile.dist.head_keys])
     profile = dataclasses.replace(profile, source=source, sizes={"quantiles": size_quantiles()},
                                   rate=rate_record(times),
-                                  arrivals=arrivals or measure_arrivals(times))
-    if timelines_rng is not None:
-        event_id = int(traffic.channel_ids[EVENT_CHANNEL_RANK - 1])
-        profile = dataclasses.replace(profile, timelines=event_timelines(
-            profile, times, event_id, timelines_rng))
+                                  arrivals=arrivals or measure_arrivals(times),
+                                  locality=locality, timelines=timelines)
     return Profile.from_dict(profile.to_dict())  # the validation a loaded file gets
 
 
@@ -385,17 +486,44 @@ class Made:
     tail_xmin: float | None
     rate: dict
     sizes: dict
+    live_channels: float  # channels live at an average moment (the sessions' total length)
+    median_session_minutes: float
+    cache_entries: int  # an LRU cache of 1% of the channels
+    lru_hit_rate: float  # its hit rate, as the profile's locality section measured it
+    irm_hit_rate: float  # its hit rate under independent draws (Che's approximation)
     event_channel: int | None = None
     event_share: float | None = None
+    event_windows: tuple[float, ...] = ()  # its share of each timeline window's requests
 
 
-def _made(path: Path, profile: Profile, traffic: Traffic, event: bool) -> Made:
+def _irm_hit_rate(profile: Profile, entries: int) -> float:
+    """An LRU cache's hit rate under independent draws from the profile's counts (Che)."""
+    from hotshard.sim.cache import che_hit_rates
+
+    tail_counts, tail_keys = profile.tail.classes()
+    rates = np.concatenate([np.asarray(profile.head_counts, dtype=np.float64), tail_counts])
+    keys = np.concatenate([np.ones(len(profile.head_counts)), tail_keys])
+    return float(che_hit_rates(rates, keys, entries).hit_rate)
+
+
+def _event_windows(profile: Profile, event_id: int) -> tuple[float, ...]:
+    """The event channel's share of each timeline window's requests, from the profile."""
+    timelines, arrivals = profile.timelines, profile.arrivals
+    row = timelines.counts[[int(k) for k in profile.dist.head_keys].index(event_id)]
+    # every window's requests, from the per-minute arrival counts (5 minutes a window here)
+    per_window = np.asarray(arrivals.counts, dtype=np.float64).reshape(timelines.windows, -1)
+    return tuple(float(x) for x in row / per_window.sum(axis=1))
+
+
+def _made(path: Path, profile: Profile, traffic: Traffic, sessions: Sessions,
+          event: bool) -> Made:
     per_channel = traffic.per_channel
     active = np.sort(per_channel[per_channel > 0])[::-1]
     top = max(1, round(TOP_FRACTION * active.size))
     shares = profile.dist.shares()
     law = profile.tail.power_law or {}
     event_id = int(traffic.channel_ids[EVENT_CHANNEL_RANK - 1]) if event else None
+    entries = round(TOP_FRACTION * profile.keys)
     event_share = None
     if event_id is not None:
         event_share = float(per_channel[EVENT_CHANNEL_RANK - 1]) / float(per_channel.sum())
@@ -409,8 +537,13 @@ def _made(path: Path, profile: Profile, traffic: Traffic, event: bool) -> Made:
         top1pct_exact=float(active[:top].sum()) / float(active.sum()),
         tail_alpha=law.get("alpha"), tail_alpha_se=law.get("alpha_se"),
         tail_xmin=law.get("xmin"), rate=dict(profile.rate or {}),
-        sizes=dict((profile.sizes or {}).get("quantiles") or {}), event_channel=event_id,
+        sizes=dict((profile.sizes or {}).get("quantiles") or {}),
+        live_channels=sessions.live_at_a_moment(),
+        median_session_minutes=sessions.median_minutes(per_channel > 0),
+        cache_entries=entries, lru_hit_rate=profile.locality.lru_hit_rate(entries),
+        irm_hit_rate=_irm_hit_rate(profile, entries), event_channel=event_id,
         event_share=event_share,
+        event_windows=() if event_id is None else _event_windows(profile, event_id),
     )
 
 
@@ -425,17 +558,20 @@ def make(out_dir: Path | str = DATA, seed: int = SEED) -> tuple[float, list[Made
     event = event_traffic(everyday, streams["event"])
     times = arrival_times(streams["rate"])  # the same hour's arrivals for both
     arrivals = measure_arrivals(times)
+    sessions = session_spans(everyday.per_channel, streams["sessions"])  # shared, too
     made = []
     with tempfile.TemporaryDirectory(prefix="hotshard-incident-") as tmp:
         for traffic, name, variant in ((everyday, EVERYDAY_FILE, "everyday"),
                                        (event, EVENT_FILE, "event")):
-            profile = build_profile(traffic, times=times, variant=variant, seed=seed,
-                                    workdir=Path(tmp),
-                                    timelines_rng=streams["timelines"] if variant == "event"
-                                    else None, arrivals=arrivals)
+            is_event = variant == "event"
+            keys = request_keys(traffic, sessions, streams[f"{variant}_instants"],
+                                event=EVENT_CHANNEL_RANK - 1 if is_event else None)
+            profile = build_profile(traffic, times=times, keys=keys, variant=variant,
+                                    seed=seed, workdir=Path(tmp), arrivals=arrivals)
+            del keys
             path = out / name
             profile.save(path)
-            made.append(_made(path, profile, traffic, event=variant == "event"))
+            made.append(_made(path, profile, traffic, sessions, event=is_event))
     return s, made
 
 
@@ -471,8 +607,13 @@ def report(s: float, made: list[Made]) -> str:
                      f"{m.rate['seconds']:,} s")
         lines.append("  message bytes    " + ", ".join(
             f"p{float(q) * 100:g} {v:,.0f}" for q, v in m.sizes.items()))
+        lines.append(f"  sessions         median {m.median_session_minutes:.1f} min; "
+                     f"{m.live_channels:,.0f} channels live at an average moment")
+        lines.append(f"  LRU, 1% of keys  hit rate {m.lru_hit_rate:.3f} at {m.cache_entries:,} "
+                     f"entries (independent draws: {m.irm_hit_rate:.3f}, Che)")
         if m.event_channel is not None:
             lines.append(f"  event channel    {m.event_channel} carries {m.event_share:.2%}")
+            lines.append("  by 5-min window  " + " ".join(f"{x:.0%}" for x in m.event_windows))
     return "\n".join(lines)
 
 

@@ -105,6 +105,8 @@ def test_incident_recommends_mitigations_with_predicted_numbers(incident):
     # the numbers are predict's, on the same profile and shard count
     ref = predict(profile, make_partitioner("kafka", SHARDS, key_type="bigint"),
                   mitigations=Mitigations(split_keys=10, split_into=8))
+    if ref.timeline is not None:  # a profile with timelines: judged in predict's peak window
+        ref = ref.timeline.peak
     assert split.hottest_before == pytest.approx(float(ref.shares.max()))
     assert split.hottest_after == pytest.approx(float(ref.after.shares.max()))
     assert split.hottest_after < split.hottest_before / 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -95,11 +97,19 @@ def test_locality_order_gives_a_cache_productions_reuse_and_irm_does_not(tmp_pat
     assert irm_hits < 0.8 * real_hits  # independent draws: the cache looks colder
 
 
-def test_order_locality_needs_a_locality_section():
+def test_order_locality_needs_a_locality_section(tmp_path):
+    import json
+
     from hotshard.errors import InputError
 
+    doc = json.loads(Path(PROFILE).read_text())
+    for section in ("locality", "arrivals", "timelines"):   # the incident's counts only
+        del doc[section]
+    counts = tmp_path / "counts.profile.json"
+    counts.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="locality section"):
-        load_keys(PROFILE, order="locality", events=100)
+        load_keys(str(counts), order="locality", events=100)
     with pytest.raises(InputError, match="--order irm"):
         load_keys("zipf:0.99:1000", order="locality", events=100)
-    assert load_keys(PROFILE, order="auto", events=100).order == "irm"
+    assert load_keys(str(counts), order="auto", events=100).order == "irm"
+    assert load_keys(PROFILE, order="auto", events=100).order == "locality"

@@ -106,7 +106,8 @@ def test_an_event_channel_is_drawn_in_the_windows_it_was_hot():
 
 def test_a_profile_without_time_sections_says_how_it_is_simulated(tmp_path):
     doc = json.loads((EXAMPLES / "incident.profile.json").read_text())
-    del doc["arrivals"]
+    for section in ("arrivals", "locality", "timelines"):   # counts only
+        del doc[section]
     (tmp_path / "counts.json").write_text(json.dumps(doc))
     res = run_cli("simulate", str(tmp_path / "counts.json"), "--rps", "500", "--duration",
                   "20s", "-n", "8")
