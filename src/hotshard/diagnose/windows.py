@@ -151,11 +151,11 @@ def window_evidence(production: Observations, profile: Profile | None,
                              f"is the one the profile predicts in {same} of {total} windows")
         agrees = observed["shard"] == predicted["shard"]
         sentences.append(
-            ("the profile's peak shard is production's peak shard: the event in the profile "
-             "is what made production's window hot") if agrees else
-            (f"the profile's peak shard ({predicted['shard']}) is not production's "
+            (f"the profile's peak shard is {production.label}'s peak shard: the event in the "
+             f"profile is what made {production.label}'s window hot") if agrees else
+            (f"the profile's peak shard ({predicted['shard']}) is not {production.label}'s "
              f"({observed['shard']}): the profile was taken in another period, or its event "
-             "is not the one production saw"))
+             f"is not the one {production.label} saw"))
     if baseline is not None and (observed is not None or predicted is not None):
         sentences.append(_baseline_words(baseline, observed, predicted))
     if observed is not None and predicted is not None:
