@@ -33,7 +33,13 @@ def _warn_if_shared(path: str) -> None:
 @click.option("--op", metavar="COL", help="Also profile each operation (read/write...) apart.")
 @click.option("--size", metavar="COL", help="Payload size column: record its quantiles.")
 @click.option("--time", "time_col", metavar="COL",
-              help="Event time column (timestamp or epoch seconds): record mean/p99/peak rate.")
+              help="Event time column: a timestamp, ISO 8601 text, or epoch numbers (seconds, "
+                   "milliseconds, microseconds or nanoseconds, told apart by their magnitude): "
+                   "record the rate, arrivals, timelines, and the stream's order.")
+@click.option("--time-unit", type=click.Choice(["auto", "s", "ms", "us", "ns"]),
+              default="auto", show_default=True,
+              help="Unit of a numeric --time column; auto reads it from the values (relative "
+                   "milliseconds from a trace's start are the one case it cannot tell).")
 @click.option("--top-k", type=click.IntRange(min=1), default=500, show_default=True,
               help="Keys kept exactly in the head.")
 @click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True,
@@ -59,9 +65,9 @@ def _warn_if_shared(path: str) -> None:
                    "order, else input order. Event rows and the duckdb engine only.")
 @click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, spark_master,
-            placement_names, placement_shards, key_type, pseudonymize, secret_file, locality,
-            output, quiet):
+def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count, engine,
+            spark_master, placement_names, placement_shards, key_type, pseudonymize,
+            secret_file, locality, output, quiet):
     """Count requests per key in production data and write a privacy-safe profile.
 
     INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
@@ -107,7 +113,7 @@ def profile(inputs, key, counts, op, size, time_col, top_k, min_count, engine, s
                                time_col=time_col, top_k=top_k, min_count=min_count,
                                engine=engine, spark_master=spark_master, progress=bar.callback,
                                placements=placements, pseudonymize_secret=secret,
-                               locality=locality)
+                               locality=locality, time_unit=time_unit)
     result.save(output)
     dropped = int(result.source.get("null_keys") or 0)
     if dropped:

@@ -133,6 +133,8 @@ class ArrivalModel:
     counts: NDArray[np.int64]
     idc: dict[str, float]
     cascade: tuple[tuple[float, float, float], ...]  # (from_s, to_s, alpha)
+    # the timestamps' tick (whole seconds: 1.0); below it no burstiness was fitted
+    tick_s: float | None = None
 
     @property
     def events(self) -> int:
@@ -147,7 +149,8 @@ class ArrivalModel:
                 "counts": [int(c) for c in self.counts],
                 "idc": {k: round(v, 6) for k, v in self.idc.items()},
                 "cascade": [{"from_s": _plain(a), "to_s": _plain(b), "alpha": float(f"{c:.6g}")}
-                            for a, b, c in self.cascade]}
+                            for a, b, c in self.cascade],
+                **({"tick_s": _plain(self.tick_s)} if self.tick_s is not None else {})}
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "arrivals") -> ArrivalModel:
@@ -188,8 +191,13 @@ class ArrivalModel:
                                    "ended")
         if cascade and abs(cascade[0][0] - float(res)) > 1e-9:
             raise ProfileError(f"{where}.cascade must start at resolution_s")
+        tick = doc.get("tick_s")
+        if tick is not None and (isinstance(tick, bool) or not isinstance(tick, int | float)
+                                 or not tick > 0):
+            raise ProfileError(f"{where}.tick_s must be a number > 0, got {tick!r}")
         return cls(float(res), np.asarray(counts, dtype=np.int64),
-                   {str(k): float(v) for k, v in raw_idc.items()}, tuple(cascade))
+                   {str(k): float(v) for k, v in raw_idc.items()}, tuple(cascade),
+                   None if tick is None else float(tick))
 
 
 def _plain(x: float) -> int | float:
@@ -201,10 +209,17 @@ def _levels(resolution: float) -> list[tuple[float, float]]:
     return list(zip(widths, widths[1:], strict=False))
 
 
-def measure_arrivals(times: NDArray[np.float64]) -> ArrivalModel | None:
+def measure_arrivals(times: NDArray[np.float64], tick: float | None = None
+                     ) -> ArrivalModel | None:
     """The arrival section of request times in seconds, sorted (they are sorted here if not;
     the window counts rely on it); None for fewer than two distinct instants: no rate to
-    speak of."""
+    speak of.
+
+    ``tick`` is the timestamps' resolution (``time_units.timestamp_tick``). Below it the trace
+    says nothing about when requests came (a whole-second log stamps a second's requests at
+    its start, which a fit would read as one burst a second), so the cascade's levels finer
+    than the tick spread requests evenly (``ALPHA_MAX``) and the dispersion is not measured at
+    scales below it."""
     t = np.asarray(times, dtype=np.float64)
     t = t[np.isfinite(t)]
     if t.size > 1 and bool(np.any(t[1:] < t[:-1])):
@@ -219,12 +234,17 @@ def measure_arrivals(times: NDArray[np.float64]) -> ArrivalModel | None:
     counts = _window_counts(rel, resolution, n_bins)
     measured = {}
     for w in IDC_SCALES:
+        if tick is not None and w * (1 + 1e-9) < tick:
+            continue
         value = _idc_of_sorted(t, rel, w)
         if value is not None:
             measured[f"{w:g}"] = value
     cascade = []
     for parent, child in _levels(resolution):
         k = int(round(parent / child))
+        if tick is not None and child * (1 + 1e-9) < tick:
+            cascade.append((parent, child, ALPHA_MAX))  # below the tick: nothing to fit
+            continue
         n_child = int(rel[-1] // child) + 1  # times are sorted: the last is the largest
         c = _window_counts(rel, child, n_child)
         pad = (-c.size) % k
@@ -232,4 +252,4 @@ def measure_arrivals(times: NDArray[np.float64]) -> ArrivalModel | None:
         n = c.sum(axis=1)
         spread = ((c - n[:, None] / k) ** 2).sum(axis=1)
         cascade.append((parent, child, dirichlet_alpha(n, spread, k)))
-    return ArrivalModel(resolution, counts, measured, tuple(cascade))
+    return ArrivalModel(resolution, counts, measured, tuple(cascade), tick)

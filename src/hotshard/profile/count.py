@@ -179,6 +179,7 @@ def count_profile(
     placements: Sequence[object] = (),
     pseudonymize_secret: bytes | None = None,
     locality: bool = True,
+    time_unit: str = "auto",
 ) -> Profile:
     """Count events per key in ``inputs`` and build a privacy-safe profile.
 
@@ -206,7 +207,17 @@ def count_profile(
         Also measure the stream's temporal locality (``hotshard.profile.locality``), in
         ``time_col`` order when given, else input order. Event rows only (a counts column
         has no order); the DuckDB engine only (Spark's rows have no order to keep).
+    time_unit : {"auto", "s", "ms", "us", "ns"}
+        The unit of a numeric ``time_col`` (``hotshard.profile.time_units``): read from the
+        values' magnitude by default (epoch seconds, milliseconds, microseconds or
+        nanoseconds); a timestamp or ISO-text column carries its own.
     """
+    from hotshard.profile.time_units import TIME_UNITS
+
+    if time_unit != "auto" and time_unit not in TIME_UNITS:
+        raise InputError(f"time_unit must be auto, {', '.join(TIME_UNITS)}; got {time_unit!r}")
+    if time_unit != "auto" and time_col is None:
+        raise InputError("a time unit needs a time column (--time COL)")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if top_k < 1:
@@ -231,7 +242,8 @@ def count_profile(
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
                      time=time_col, top_k=top_k, min_count=min_count,
                      placements=tuple(placements),
-                     locality=locality and counts is None and engine == "duckdb")
+                     locality=locality and counts is None and engine == "duckdb",
+                     time_unit=time_unit)
     if engine == "duckdb":
         from hotshard.profile.engines import duckdb_engine
 

@@ -71,6 +71,7 @@ class CountSpec:
     min_count: int
     placements: tuple = ()
     locality: bool = False
+    time_unit: str = "auto"   # a numeric time column's unit (profile.time_units)
 
     def columns(self) -> list[str]:
         return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]

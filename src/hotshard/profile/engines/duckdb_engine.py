@@ -311,15 +311,7 @@ def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: lis
     spec = s.spec
     columns = f"hash({key}) AS h"
     if spec.time:
-        t = _q(spec.time)
-        col_type = types[spec.time]
-        if col_type.startswith("TIMESTAMP") or col_type == "DATE":
-            columns += f", epoch({t}) AS t"
-        elif _numeric(col_type):
-            columns += f", CAST({t} AS DOUBLE) AS t"
-        else:
-            raise InputError(f"time column {spec.time!r} has type {col_type}: it must be a "
-                             "timestamp or numeric epoch seconds")
+        columns += f", {_time_seconds(s, types[spec.time])} AS t"
     query = f"SELECT {columns} FROM {s.source} WHERE {key} IS NOT NULL"
     hashes, times = [], []
     try:
@@ -344,22 +336,67 @@ def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: lis
         stream = stream[by_time]
         t = t[by_time]
         order = f"time:{spec.time}"
-        arrivals = measure_arrivals(t)
+        from hotshard.profile.time_units import timestamp_tick
+
+        arrivals = measure_arrivals(t, tick=timestamp_tick(t))
         if head_keys:
             timelines = measure_timelines(stream, t, _head_hashes(s, head_keys))
     locality = measure_locality(stream, order=order) if spec.locality else None
     return locality, arrivals, timelines
 
 
+def _time_seconds(s: _Session, col_type: str) -> str:
+    """SQL for the --time column in seconds (a double): a timestamp's epoch, ISO text parsed
+    as a timestamp (every value must parse), a number in its unit (``profile.time_units``:
+    read from the values' magnitude unless --time-unit says). Computed once a session."""
+    cached = getattr(s, "_time_sql", None)
+    if cached is not None:
+        return cached
+    from hotshard.profile.time_units import seconds_per
+
+    column = s.spec.time
+    t = _q(column)
+    unit = getattr(s.spec, "time_unit", "auto")
+    if col_type.startswith("TIMESTAMP") or col_type == "DATE":
+        if unit != "auto":
+            raise InputError(f"--time-unit is for numeric time columns; {column!r} is a "
+                             f"{col_type}, whose unit is its own")
+        expr = f"(epoch_us(CAST({t} AS TIMESTAMP)) / 1e6)"
+    elif col_type == "VARCHAR":
+        if unit != "auto":
+            raise InputError(f"--time-unit is for numeric time columns; {column!r} holds text "
+                             "(ISO timestamps are read as such)")
+        bad = s.sql(f"SELECT {t} FROM {s.source} WHERE {t} IS NOT NULL AND "
+                    f"TRY_CAST({t} AS TIMESTAMPTZ) IS NULL LIMIT 1").fetchone()
+        if bad is not None:
+            raise InputError(f"time column {column!r} holds text that is not a timestamp "
+                             f"({str(bad[0])[:60]!r}): give ISO 8601 times (2024-05-01T12:00:00Z)"
+                             ", epoch numbers, or a timestamp column")
+        expr = f"(epoch_us(CAST({t} AS TIMESTAMPTZ)) / 1e6)"
+    elif _numeric(col_type):
+        low, high = s.sql(f"SELECT min({t}), max({t}) FROM {s.source}").fetchone()
+        scale = seconds_per(unit, None if low is None else float(low),
+                            None if high is None else float(high), column)
+        # divided, not multiplied by 1e-3: a correctly rounded quotient of the same instant
+        # is the same double in every unit (ms / 1e3 == us / 1e6), so every format of one
+        # trace puts every request in the same window; nanoseconds beyond 2^53 split first
+        per = round(1.0 / scale)
+        if per == 1:
+            expr = f"CAST({t} AS DOUBLE)"
+        elif per == 1_000_000_000 and col_type in _INT_TYPES:
+            expr = (f"(CAST({t} // 1000 AS DOUBLE) / 1e6 + CAST({t} % 1000 AS DOUBLE) / 1e9)")
+        else:
+            expr = f"(CAST({t} AS DOUBLE) / {float(per)!r})"
+    else:
+        raise InputError(f"time column {column!r} has type {col_type}: it must be a "
+                         "timestamp, ISO text, or numeric epoch time (s, ms, us or ns)")
+    s._time_sql = expr
+    return expr
+
+
 def _per_second(s: _Session, col_type: str):
     t = _q(s.spec.time)
-    if col_type.startswith("TIMESTAMP") or col_type == "DATE":
-        sec = f"floor(epoch({t}))"
-    elif col_type in _NUM_TYPES or col_type.startswith("DECIMAL"):
-        sec = f"floor({t})"
-    else:
-        raise InputError(f"time column {s.spec.time!r} has type {col_type}: it must be a "
-                         "timestamp or numeric epoch seconds")
+    sec = f"floor({_time_seconds(s, col_type)})"
     s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST({sec} AS BIGINT) AS sec, count(*) AS c "
           f"FROM {s.source} WHERE {t} IS NOT NULL GROUP BY ALL", stage="events per second")
     lo, hi = s.sql("SELECT min(sec), max(sec) FROM per_sec").fetchone()

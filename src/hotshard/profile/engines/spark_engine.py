@@ -196,15 +196,30 @@ def count(spec: CountSpec, master: str = "local[*]",
 def _per_second(df, spec: CountSpec):
     from pyspark.sql import functions as F
 
+    from hotshard.profile.time_units import seconds_per
+
     kind = _type_name(df, spec.time)
     t = F.col(spec.time)
-    if kind in ("TimestampType", "TimestampNTZType", "DateType"):
+    unit = getattr(spec, "time_unit", "auto")
+    if kind in ("TimestampType", "TimestampNTZType", "DateType", "StringType"):
+        if unit != "auto":
+            raise InputError(f"--time-unit is for numeric time columns; {spec.time!r} is a "
+                             f"{kind}")
+        if kind == "StringType":
+            bad = df.where(t.isNotNull() & t.cast("timestamp").isNull()).limit(1).collect()
+            if bad:
+                raise InputError(f"time column {spec.time!r} holds text that is not a "
+                                 f"timestamp ({str(bad[0][spec.time])[:60]!r}): give ISO "
+                                 "8601 times, epoch numbers, or a timestamp column")
         sec = F.floor(F.unix_timestamp(t.cast("timestamp")))
     elif kind in _NUM_TYPES or kind == "DecimalType":
-        sec = F.floor(t)
+        low, high = df.agg(F.min(t), F.max(t)).collect()[0]
+        scale = seconds_per(unit, None if low is None else float(low),
+                            None if high is None else float(high), spec.time)
+        sec = F.floor(t.cast("double") * F.lit(scale))
     else:
-        raise InputError(f"time column {spec.time!r} has type {kind}: it must be a timestamp "
-                         "or numeric epoch seconds")
+        raise InputError(f"time column {spec.time!r} has type {kind}: it must be a timestamp, "
+                         "ISO text, or numeric epoch time (s, ms, us or ns)")
     per_sec = df.where(t.isNotNull()).groupBy(sec.cast("long").alias("sec")).agg(
         F.count(F.lit(1)).alias("c")).cache()
     bounds = per_sec.agg(F.min("sec").alias("lo"), F.max("sec").alias("hi")).collect()[0]
