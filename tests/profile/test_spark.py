@@ -48,8 +48,12 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path, monkeypatch):
     table = pq.read_table(shared("traces", "scarab-recs.parquet"))
     csv = tmp_path / "scarab.csv"
     keys = table.column("key").to_numpy()[:300_000]
-    csv.write_text("key\n" + "\n".join(f"item-{k}" for k in keys) + "\n")
-    duck = count_profile([str(csv)], key="key")
-    spark = count_profile([str(csv)], key="key", engine="spark", spark_master="local[2]")
+    # epoch milliseconds (a JSON log's times): both engines read the unit from the values
+    csv.write_text("key,t\n" + "\n".join(f"item-{k},{1_714_560_000_000 + 7 * i}"
+                                         for i, k in enumerate(keys)) + "\n")
+    duck = count_profile([str(csv)], key="key", time_col="t")
+    spark = count_profile([str(csv)], key="key", time_col="t", engine="spark",
+                          spark_master="local[2]")
+    assert duck.rate["seconds"] == spark.rate["seconds"] == 2100  # 300,000 x 7 ms
     assert duck.source["key_type"] == spark.source["key_type"] == "string"
     assert comparable(duck) == comparable(spark)
