@@ -98,6 +98,18 @@ def _on_sigterm(signum, frame) -> None:
     raise Terminated()
 
 
+def _interruption(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM an exception was raised in the handling of, if any."""
+    seen = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, KeyboardInterrupt | Terminated):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
     previous = None
@@ -131,6 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         click.echo("hotshard: terminated (files being written were removed)", err=True)
         return 143
+    except SystemError as exc:
+        # a signal during a compiled (numba) kernel: the handler's exception surfaces as the
+        # dispatcher's SystemError ("returned a result with an exception set"), the
+        # interruption as its context
+        signal_exc = _interruption(exc)
+        if signal_exc is None:
+            raise
+        if isinstance(signal_exc, Terminated):
+            click.echo("hotshard: terminated (files being written were removed)", err=True)
+            return 143
+        click.echo("hotshard: interrupted (files being written were removed)", err=True)
+        return 130
     except BrokenPipeError:  # the reader went away (| head): not an error
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

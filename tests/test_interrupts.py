@@ -1,0 +1,36 @@
+"""A Ctrl-C or SIGTERM inside a compiled kernel ends like any other: one line, 130 or 143."""
+
+from __future__ import annotations
+
+import pytest
+
+from hotshard import cli as cli_module
+
+
+@pytest.mark.parametrize("signal_exc,code,word", [
+    (KeyboardInterrupt(), 130, "interrupted"),
+    (cli_module.Terminated(), 143, "terminated"),
+])
+def test_a_signal_inside_a_compiled_kernel_is_an_interrupt(monkeypatch, capsys, signal_exc,
+                                                          code, word):
+    def kernel_interrupted(ctx):
+        try:
+            raise signal_exc
+        except BaseException:
+            # what numba's dispatcher raises when the signal handler raised inside it
+            raise SystemError("CPUDispatcher(<function _instants>) returned a result with an "
+                              "exception set") from None
+
+    monkeypatch.setattr(cli_module.cli, "invoke", kernel_interrupted)
+    assert cli_module.main(["fit", "x"]) == code
+    err = capsys.readouterr().err
+    assert err == f"hotshard: {word} (files being written were removed)\n"
+
+
+def test_another_system_error_is_not_swallowed(monkeypatch):
+    def broken(ctx):
+        raise SystemError("a real bug")
+
+    monkeypatch.setattr(cli_module.cli, "invoke", broken)
+    with pytest.raises(SystemError, match="a real bug"):
+        cli_module.main(["fit", "x"])
