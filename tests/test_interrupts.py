@@ -34,3 +34,20 @@ def test_another_system_error_is_not_swallowed(monkeypatch):
     monkeypatch.setattr(cli_module.cli, "invoke", broken)
     with pytest.raises(SystemError, match="a real bug"):
         cli_module.main(["fit", "x"])
+
+
+def test_progress_off_a_terminal_is_a_plain_line_now_and_then(capsys):
+    from hotshard.cli._console import ProgressBar
+
+    now = [100.0]
+    bar = ProgressBar(True, tty=False, clock=lambda: now[0], every_s=15.0)
+    with bar:
+        assert bar.callback is bar
+        for t, fraction in ((5, 0.1), (16, 0.4), (20, 0.5), (31.5, None)):
+            now[0] = 100.0 + t
+            bar("counting events per key", fraction)
+    assert capsys.readouterr().err.splitlines() == [
+        "hotshard: progress: counting events per key 40% (16 s)",
+        "hotshard: progress: counting events per key (32 s)"]
+    quiet = ProgressBar(False, tty=False)
+    assert quiet.callback is None

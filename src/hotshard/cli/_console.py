@@ -46,11 +46,26 @@ def interruptible(work, slow_note: str | None = None):
     return run_in_thread(work, tick)
 
 
-class ProgressBar:
-    """A rich progress bar on stderr, shown only on a terminal and when enabled."""
+# Not on a terminal (a CI log, a pipe), progress is a plain line at most this often: a
+# command shorter than this prints none, a long one shows it is alive and how far it got.
+PLAIN_EVERY_S = 15.0
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
+
+class ProgressBar:
+    """Progress on stderr: a rich bar on a terminal; elsewhere (CI logs, pipes) a plain line
+    ``hotshard: progress: STAGE 42% (30 s)`` at most every ``PLAIN_EVERY_S`` seconds. ``clock``
+    is passed in (``time.monotonic``) so tests need not wait."""
+
+    def __init__(self, enabled: bool, *, tty: bool | None = None, clock=None,
+                 every_s: float = PLAIN_EVERY_S):
+        import time
+
+        tty = sys.stderr.isatty() if tty is None else tty
+        self.enabled = enabled and tty
+        self.plain = enabled and not tty
+        self._clock = clock or time.monotonic
+        self._every = every_s
+        self._start = self._last = self._clock()
         self._bar = None
         self._tasks: dict[str, int] = {}
 
@@ -70,6 +85,14 @@ class ProgressBar:
             self._bar.__exit__(*exc)
 
     def __call__(self, stage: str, fraction: float | None) -> None:
+        if self.plain:
+            now = self._clock()
+            if now - self._last >= self._every:
+                self._last = now
+                done = f" {100 * fraction:.0f}%" if fraction is not None else ""
+                click.echo(f"hotshard: progress: {stage}{done} "
+                           f"({now - self._start:.0f} s)", err=True)
+            return
         if self._bar is None:
             return
         if stage not in self._tasks:
@@ -79,7 +102,7 @@ class ProgressBar:
 
     @property
     def callback(self):
-        return self if self.enabled else None
+        return self if self.enabled or self.plain else None
 
 
 class RowsBar:

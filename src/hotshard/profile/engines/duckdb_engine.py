@@ -319,10 +319,16 @@ def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: lis
     except s.duckdb.Error as exc:
         raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
                          f"{_first_line(exc)}") from None
-    for batch in reader:
-        hashes.append(batch.column(0).to_numpy(zero_copy_only=False))
-        if spec.time:
-            times.append(batch.column(1).to_numpy(zero_copy_only=False))
+
+    def read() -> None:
+        for batch in reader:
+            hashes.append(batch.column(0).to_numpy(zero_copy_only=False))
+            if spec.time:
+                times.append(batch.column(1).to_numpy(zero_copy_only=False))
+
+    # these steps hold the thread in numpy and compiled kernels: reported as they go (and
+    # run where a signal can still be handled)
+    run_with_progress(read, lambda: None, s.progress, "reading the stream in order")
     if not hashes:
         return None, None, None
     stream = np.concatenate(hashes).astype(np.uint64, copy=False)
@@ -338,10 +344,16 @@ def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: lis
         order = f"time:{spec.time}"
         from hotshard.profile.time_units import timestamp_tick
 
-        arrivals = measure_arrivals(t, tick=timestamp_tick(t))
-        if head_keys:
-            timelines = measure_timelines(stream, t, _head_hashes(s, head_keys))
-    locality = measure_locality(stream, order=order) if spec.locality else None
+        def when() -> tuple:
+            arr = measure_arrivals(t, tick=timestamp_tick(t))
+            lines = measure_timelines(stream, t, _head_hashes(s, head_keys)) \
+                if head_keys else None
+            return arr, lines
+
+        arrivals, timelines = run_with_progress(when, lambda: None, s.progress,
+                                                "measuring arrivals and timelines")
+    locality = run_with_progress(lambda: measure_locality(stream, order=order), lambda: None,
+                                 s.progress, "measuring locality") if spec.locality else None
     return locality, arrivals, timelines
 
 
