@@ -37,6 +37,7 @@ HIGHEST_US = 3_600_000_000
 DIGITS = 3
 MAX_TRACKED_KEYS = 1_000_000  # distinct keys are counted up to this (then: at least this)
 WINDOW_OCTAVE_BINS = 8
+INTERVAL_S = 1.0  # interval histograms and time-axis windows: one a second
 RUN = ""  # the run's own row in a window's tallies (shard ids are never empty)
 PERCENTILES = {"min": None, "p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0,
                "p999": 99.9, "p9999": 99.99, "max": None}
@@ -152,7 +153,7 @@ class ShardTally:
 class Recorder:
     """What one driver process measured; ``encode``/``merge`` combine processes exactly."""
 
-    def __init__(self, *, interval_s: float = 1.0) -> None:
+    def __init__(self, *, interval_s: float = INTERVAL_S) -> None:
         self.latency = _histogram()
         self.service = _histogram()
         self.lag = _histogram()

@@ -23,7 +23,7 @@ from typing import Any
 
 from hotshard.drive.bound import cpu_times, host_cpu
 from hotshard.drive.keys import KeySource, load_keys
-from hotshard.drive.record import Recorder, value_at_percentile
+from hotshard.drive.record import INTERVAL_S, Recorder, value_at_percentile
 from hotshard.drive.schedule import BLOCK, Schedule
 from hotshard.drive.transport import HttpTarget, TransportError
 from hotshard.errors import HotshardError, InputError
@@ -459,7 +459,7 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         from hotshard.drive.series import CpuSampler
 
         sampler = CpuSampler(lambda: target_stats(config.url, min(1.0, config.timeout)),
-                             every_s=recorder_window_s()).start()
+                             every_s=INTERVAL_S).start()
     host_before = cpu_times()
     start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
@@ -552,7 +552,3 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
                        interrupted, (before, after), key_order=keys.order, host_cpu=host,
                        cpu_samples=sampler.relative(start_epoch) if sampler else ())
 
-
-def recorder_window_s() -> float:
-    """The recorder's window (its interval), which CPU is sampled at."""
-    return Recorder().window_s
