@@ -54,3 +54,11 @@ def test_the_other_formats():
 ])
 def test_pct_apart_adds_digits_only_until_two_shares_read_apart(a, b, texts):
     assert pct_apart(a, b) == texts
+
+
+def test_clock_keeps_one_form_per_span():
+    from hotshard._format import clock
+
+    assert [clock(t, 7200) for t in (0, 2.5, 3600, 4200, 7200)] == [
+        "0:00", "0:02.5", "60:00", "70:00", "120:00"]
+    assert clock(36_000, 86_400) == "10:00:00" and clock(90_061, 400_000) == "1d 01:01"

@@ -81,13 +81,17 @@ def count(x: float) -> str:
 
 def clock(seconds: float, span: float | None = None) -> str:
     """A time from a run's or a profile's start, as a clock reads it: ``65:00`` (minutes and
-    seconds) while ``span`` (the longest time the output shows; ``seconds`` itself if None) is
-    at most 3 hours, ``26:40:00`` below 100 hours, ``5d 03:20`` beyond. One output keeps one
-    form for all its times, so give them the same ``span``."""
-    total = int(round(max(float(seconds), 0.0)))
-    span = float(seconds if span is None else span)
+    seconds, with tenths where the time has them: ``0:02.5``) while ``span`` (the longest time
+    the output shows; ``seconds`` itself if None) is at most 3 hours, ``26:40:00`` below 100
+    hours, ``5d 03:20`` beyond. One output keeps one form for all its times, so give them the
+    same ``span``."""
+    value = max(float(seconds), 0.0)
+    span = float(value if span is None else span)
     if span <= 10_800:
-        return f"{total // 60}:{total % 60:02d}"
+        tenths = int(round(value * 10))
+        whole, tenth = divmod(tenths, 10)
+        return f"{whole // 60}:{whole % 60:02d}" + (f".{tenth}" if tenth else "")
+    total = int(round(value))
     if span < 360_000:
         return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
     return f"{total // 86400}d {total // 3600 % 24:02d}:{total // 60 % 60:02d}"

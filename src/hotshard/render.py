@@ -337,15 +337,10 @@ _SPARK_MARKS = 72     # a sparkline's widest: more windows share a mark (their h
 
 
 def _clock(seconds: float, total: float) -> str:
-    """An instant of the run as a clock: minutes:seconds for a run under 10 hours (60:00 is
-    an hour in), else hours and minutes (13h05); tenths when the windows need them."""
-    if total >= 36000:
-        minutes = int(round(seconds / 60))
-        return f"{minutes // 60}h{minutes % 60:02d}"
-    tenths = int(round(seconds * 10))
-    whole, tenth = divmod(tenths, 10)
-    text = f"{whole // 60}:{whole % 60:02d}"
-    return text + (f".{tenth}" if tenth else "")
+    """An instant of the run as every window-aware output writes it (``_format.clock``)."""
+    from hotshard._format import clock
+
+    return clock(seconds, total)
 
 
 def _ms_text(value) -> str:
@@ -375,7 +370,7 @@ def _simulation_windows(result) -> list[str]:
                      f"{'shard ' + str(hot) + ' CPU':>12}  {'p99':>12}")
         for k in range(count):
             mark = "  <- peak" if k == k_peak else ""
-            lines.append(f"    {spans[k]:<{span_width}}  {rates[k]:>8,.4g}  "
+            lines.append(f"    {spans[k]:<{span_width}}  {rates[k]:>8,.1f}  "
                          f"{_ms_text(series.latency_ms[k, 2]):>12}  {pct(cpu[k]):>12}  "
                          f"{_ms_text(p99[k]):>12}{mark}")
     else:

@@ -110,6 +110,8 @@ class Timelines:
         if not doc["seconds"] > 0:
             raise ProfileError(f"{where}.seconds must be > 0")
         windows = doc.get("windows")
+        if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+            raise ProfileError(f"{where}.windows must be an integer >= 1, got {windows!r}")
         rows = doc.get("counts")
         if not isinstance(windows, int) or windows < 1 or not isinstance(rows, list) or not all(
                 isinstance(r, list) and len(r) == windows and all(
