@@ -217,9 +217,7 @@ def _timeline_lead(pred) -> list[str]:
     peak = tl.peak
     hot = peak.hottest
     when = f"{clock(tl.peak_start_s, span)}-{clock(tl.peak_end_s, span)}"
-    named = [(k, v) for k, v in peak.hottest_keys[:3]
-             if v >= 0.1 * peak.hottest_keys[0][1]] if peak.hottest_keys else []
-    keys = ", ".join(f"key {k}, {pct(v)}" for k, v in named) or "no head key"
+    keys = ", ".join(f"key {k}, {pct(v)}" for k, v in peak.notable_keys(3)) or "no head key"
     lead = (f"  in {when} shard {hot} carries {pct(peak.shares[hot])}: {keys} of that "
             "window's requests")
     if hot == pred.hottest and peak.shares[hot] <= pred.shares[pred.hottest] * 1.25:

@@ -288,8 +288,7 @@ def _peak_window(p, q, t: Thresholds) -> Check:
     p_share = float(peak.shares[shard])
     span = float(tl.edges_s[-1])
     when = f"{clock(tl.peak_start_s, span)}-{clock(tl.peak_end_s, span)}"
-    keys = ", ".join(f"{k} ({pct(v)})" for k, v in peak.hottest_keys[:2]
-                     if v >= 0.1 * peak.hottest_keys[0][1])
+    keys = ", ".join(f"{k} ({pct(v)})" for k, v in peak.notable_keys(2))
     numbers: dict[str, Any] = {"production_window": {"start_s": tl.peak_start_s,
                                                      "end_s": tl.peak_end_s},
                                "production_shard": shard, "production_share": p_share}

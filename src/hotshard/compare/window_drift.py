@@ -116,11 +116,9 @@ def window_totals(profile: Profile) -> np.ndarray | None:
     arr, tl = profile.arrivals, profile.timelines
     if arr is None or tl is None:
         return None
-    edges = np.arange(arr.counts.size + 1) * arr.resolution_s
-    cum = np.concatenate([[0.0], np.cumsum(arr.counts, dtype=np.float64)])
     cuts = np.linspace(0.0, tl.seconds, tl.windows + 1)
-    cuts[-1] = edges[-1]  # the span's last instant is counted in the last window
-    return np.diff(np.interp(cuts, edges, cum))
+    cuts[-1] = arr.counts.size * arr.resolution_s  # the span's last instant: the last window
+    return arr.requests_between(cuts)
 
 
 def _hot(counts: np.ndarray, tests: int) -> np.ndarray:

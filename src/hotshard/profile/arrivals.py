@@ -144,6 +144,13 @@ class ArrivalModel:
     def seconds(self) -> float:
         return self.resolution_s * self.counts.size
 
+    def requests_between(self, edges_s: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Requests between consecutive instants ``edges_s`` (seconds from the first
+        request, as every time section counts them): a bin cut by an edge is split in
+        proportion, as if even inside."""
+        cum = np.concatenate([[0.0], np.cumsum(self.counts, dtype=np.float64)])
+        return np.diff(np.interp(edges_s, np.arange(cum.size) * self.resolution_s, cum))
+
     def to_dict(self) -> dict[str, Any]:
         return {"resolution_s": _plain(self.resolution_s),
                 "counts": [int(c) for c in self.counts],

@@ -425,16 +425,13 @@ def _detail_agrees(timelines: Timelines, arrivals: ArrivalModel) -> None:
     """Each event detail's requests per window against the arrivals' count over the same
     window (both from the profile's first request): they may differ only by where an arrival
     bin straddles a window edge, at most a bin's requests at each edge."""
-    res = float(arrivals.resolution_s)
-    cum = np.concatenate([[0.0], np.cumsum(arrivals.counts, dtype=np.float64)])
-    bin_edges = np.arange(cum.size) * res
     step = timelines.seconds / timelines.windows
     slack = 2.0 * float(arrivals.counts.max()) + 1.0 if arrivals.counts.size else 1.0
     for j, d in enumerate(timelines.detail):
         span = d.counts.size // d.bins_per_window
         per_window = d.totals.reshape(span, d.bins_per_window).sum(axis=1)
         edges = (d.from_window + np.arange(span + 1)) * step
-        expected = np.diff(np.interp(edges, bin_edges, cum))
+        expected = arrivals.requests_between(edges)
         if np.any(np.abs(per_window - expected) > slack):
             w = int(np.argmax(np.abs(per_window - expected)))
             raise ProfileError(f"timelines.detail[{j}].totals hold {int(per_window[w]):,} "

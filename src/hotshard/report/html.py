@@ -353,8 +353,7 @@ def _time_section(page: _Page, roles: Roles,
         tl = predicted[2].timeline
         peak = tl.peak
         span = float(tl.edges_s[-1])
-        keys = ", ".join(f"key {_e(k)} {pct(v)}" for k, v in peak.hottest_keys[:2]
-                         if v >= 0.1 * peak.hottest_keys[0][1])
+        keys = ", ".join(f"key {_e(k)} {pct(v)}" for k, v in peak.notable_keys(2))
         words.append(f"the profile predicts its peak in {clock(tl.peak_start_s, span)}-"
                      f"{clock(tl.peak_end_s, span)} on shard {peak.hottest}: "
                      f"{pct(peak.shares[peak.hottest])} of that window's requests ({keys})")

@@ -102,6 +102,15 @@ class Prediction:
         top = float(self.shares.max())
         return self.capacity / top if top > 0 else float("inf")
 
+    def notable_keys(self, limit: int = 3) -> tuple[tuple[str, float], ...]:
+        """The hottest shard's top keys worth naming in a sentence: at most ``limit``, each
+        carrying at least a tenth of the top key's share (a 0.08% key beside a 40% one is
+        noise in prose; ``hottest_keys`` keeps them all)."""
+        if not self.hottest_keys:
+            return ()
+        top = self.hottest_keys[0][1]
+        return tuple((k, v) for k, v in self.hottest_keys[:limit] if v >= 0.1 * top)
+
     @property
     def max_over_mean(self) -> float:
         mean = float(self.shares.mean())

@@ -119,14 +119,7 @@ def window_requests(profile: Profile, edges_s: NDArray[np.float64],
     if arrivals is None or arrivals.events <= 0:
         steady = head_per_window + profile.tail.events / windows
         return steady, True
-    res = float(arrivals.resolution_s)
-    bins = arrivals.counts.astype(np.float64)
-    bin_edges = np.arange(bins.size + 1) * res
-    # cumulative requests at any instant, linear inside a bin: a window takes the part of each
-    # bin it covers
-    cum = np.concatenate([[0.0], np.cumsum(bins)])
-    at_edges = np.interp(edges_s, bin_edges, cum)
-    totals = np.diff(at_edges)
+    totals = arrivals.requests_between(edges_s)
     # the same requests, on the profile's count: the arrivals may cover a sample's span only
     totals *= profile.events / max(float(totals.sum()), 1.0)
     return np.maximum(totals, head_per_window), False

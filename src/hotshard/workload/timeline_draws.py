@@ -26,10 +26,7 @@ def window_events(timelines, arrivals, events: float) -> NDArray[np.float64]:
     windows = timelines.windows
     if arrivals is None:
         return np.full(windows, float(events) / windows)
-    cum = np.concatenate([[0.0], np.cumsum(arrivals.counts, dtype=np.float64)])
-    edges = np.linspace(0.0, timelines.seconds, windows + 1)
-    at = np.interp(edges, np.arange(cum.size) * arrivals.resolution_s, cum)
-    return np.diff(at)
+    return arrivals.requests_between(np.linspace(0.0, timelines.seconds, windows + 1))
 
 
 class TimelineDraws:
