@@ -297,6 +297,44 @@ def _shards(value: Any, path: str) -> tuple[ShardObservation, ...]:
     return shards
 
 
+# -- what a run and a window share ----------------------------------------------------------------
+class _PerShard:
+    """Views of ``shards`` that a whole run and one window of it both give."""
+
+    __slots__ = ()
+    shards: tuple[ShardObservation, ...]
+
+    @property
+    def shard_cpu(self) -> tuple[float, ...] | None:
+        """Every shard's CPU fraction in shard order; None unless all shards report it."""
+        return _all_or_none(s.cpu for s in self.shards)
+
+    @property
+    def shard_requests(self) -> tuple[int, ...] | None:
+        """Every shard's request count in shard order; None unless all shards report it."""
+        return _all_or_none(s.requests for s in self.shards)
+
+
+def _fields_dict(obj: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj``'s fields named in ``spec`` as JSON-ready data, in its order: absent (None or
+    empty) ones left out, latencies and lists of objects as their ``to_dict``, then
+    ``extra``."""
+    out: dict[str, Any] = {}
+    for name in spec:
+        value = getattr(obj, name)
+        if value is None or (isinstance(value, tuple) and not value):
+            continue
+        if isinstance(value, Latency):
+            value = value.to_dict()
+        elif isinstance(value, tuple):
+            value = [item.to_dict() for item in value]
+        elif isinstance(value, dict):
+            value = copy.deepcopy(value)
+        out[name] = value
+    out.update(copy.deepcopy(obj.extra))
+    return out
+
+
 # -- the time axis ------------------------------------------------------------------------------
 # at most this many windows in one document: a second each for 2.7 hours, a minute each for a
 # week. Writers choose a width that keeps within it; a reader refuses more (a hand-made or
@@ -309,7 +347,7 @@ _WINDOW_SPEC: dict[str, Callable[[Any, str], Any]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class TimeWindow:
+class TimeWindow(_PerShard):
     """One window of a run's time axis: what happened between ``start_s`` and ``end_s``.
 
     A hot shard is hot in a window: an event that takes 40% of the traffic for ten minutes is
@@ -371,29 +409,8 @@ class TimeWindow:
     def seconds(self) -> float:
         return self.end_s - self.start_s
 
-    @property
-    def shard_cpu(self) -> tuple[float, ...] | None:
-        """Every shard's CPU in the window, in shard order; None unless all report it."""
-        return _all_or_none(s.cpu for s in self.shards)
-
-    @property
-    def shard_requests(self) -> tuple[int, ...] | None:
-        """Every shard's requests in the window, in shard order; None unless all report it."""
-        return _all_or_none(s.requests for s in self.shards)
-
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in _WINDOW_SPEC:
-            value = getattr(self, name)
-            if value is None or (name == "shards" and not value):
-                continue
-            if isinstance(value, Latency):
-                value = value.to_dict()
-            elif name == "shards":
-                value = [s.to_dict() for s in value]
-            out[name] = value
-        out.update(copy.deepcopy(self.extra))
-        return out
+        return _fields_dict(self, _WINDOW_SPEC)
 
 
 def _windows(value: Any, path: str) -> tuple[TimeWindow, ...]:
@@ -458,7 +475,7 @@ _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Observations:
+class Observations(_PerShard):
     """One run's measurements: a ``hotshard.observations/1`` document.
 
     Only ``label`` is required, because a user filling this in from production dashboards has
@@ -574,20 +591,7 @@ class Observations:
     def to_dict(self) -> dict[str, Any]:
         """The document as JSON-ready data: ``format`` first, fields in a stable order, absent
         (None or empty) fields omitted, then ``extra``."""
-        out: dict[str, Any] = {"format": FORMAT}
-        for name in _TOP_SPEC:
-            value = getattr(self, name)
-            if value is None or (name in ("shards", "windows") and not value):
-                continue
-            if isinstance(value, Latency):
-                value = value.to_dict()
-            elif name in ("shards", "windows"):
-                value = [s.to_dict() for s in value]
-            elif isinstance(value, dict):
-                value = copy.deepcopy(value)
-            out[name] = value
-        out.update(copy.deepcopy(self.extra))
-        return out
+        return {"format": FORMAT, **_fields_dict(self, _TOP_SPEC)}
 
     def to_json(self) -> str:
         """Indented JSON (people read and hand-edit these files), ending in a newline."""
@@ -677,16 +681,6 @@ class Observations:
 
         return dataclasses.replace(self, latency_ms=None, service_time_ms=None, shards=(),
                                    achieved_rps=None, cache_hit_rate=None, windows=())
-
-    @property
-    def shard_cpu(self) -> tuple[float, ...] | None:
-        """Every shard's CPU fraction in shard order; None unless all shards report it."""
-        return _all_or_none(s.cpu for s in self.shards)
-
-    @property
-    def shard_requests(self) -> tuple[int, ...] | None:
-        """Every shard's request count in shard order; None unless all shards report it."""
-        return _all_or_none(s.requests for s in self.shards)
 
     @property
     def total_requests(self) -> int | None:
