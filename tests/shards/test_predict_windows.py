@@ -42,6 +42,14 @@ def _part(profile):
     return partitioner_for("redis-cluster", 16, integer_keys=profile.integer_keys)
 
 
+def _saved_without(profile, section: str, path):
+    """``profile`` written to ``path`` without one of its sections (an older profile)."""
+    doc = profile.to_dict()
+    doc.pop(section)
+    path.write_text(json.dumps(doc))
+    return path
+
+
 def _true_share(trace, key, start_s, end_s):
     """The key's share of every request in [start_s, end_s) of the raw trace."""
     table = pq.read_table(trace.path)
@@ -120,10 +128,7 @@ def test_peak_cpu_is_at_the_window_rate_and_mitigations_reach_the_window(aligned
 
 def test_without_timelines_the_whole_span_only(aligned, tmp_path):
     _, profile = aligned
-    doc = profile.to_dict()
-    doc.pop("timelines")
-    path = tmp_path / "plain.json"
-    path.write_text(json.dumps(doc))
+    path = _saved_without(profile, "timelines", tmp_path / "plain.json")
     out = predict(Profile.load(path), _part(profile)).to_dict()
     assert "peak" not in out and "events" not in out
     run = subprocess.run([sys.executable, "-m", "hotshard", "predict", str(path), "-p",
@@ -134,10 +139,7 @@ def test_without_timelines_the_whole_span_only(aligned, tmp_path):
 
 def test_without_arrivals_the_tail_is_steady_and_said(aligned, tmp_path):
     trace, profile = aligned
-    doc = profile.to_dict()
-    doc.pop("arrivals")
-    path = tmp_path / "no-arrivals.json"
-    path.write_text(json.dumps(doc))
+    path = _saved_without(profile, "arrivals", tmp_path / "no-arrivals.json")
     out = predict(Profile.load(path), _part(profile)).to_dict()
     assert out["tail_steady"] is True
     e = next(e for e in out["events"] if e["key"] == str(EVENT_KEY))
