@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from hotshard.errors import ProfileError
 
 __all__ = ["DETAIL_BINS", "EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "EventDetail",
-           "WINDOWS", "Timelines", "event_mask", "measure_timelines"]
+           "WINDOWS", "Timelines", "busy_windows", "event_mask", "measure_timelines"]
 
 WINDOWS = 12  # a year in months, a day in two-hour steps: 500 keys x 12 stay ~40 KB
 DETAIL_BINS = 10
@@ -45,6 +45,13 @@ EVENT_RATIO = 3.0
 EVENT_MIN_SHARE = 0.01
 EVENT_SIGMAS = 5.0
 QUIET_WINDOW = 0.1
+
+
+def busy_windows(requests: NDArray) -> NDArray[np.bool_]:
+    """The windows with traffic enough to judge (at least ``QUIET_WINDOW`` of an average
+    window's requests): a near-empty window can show any share."""
+    requests = np.asarray(requests, dtype=np.float64)
+    return requests >= QUIET_WINDOW * requests.mean() if requests.size else requests > 0
 
 
 def event_mask(counts: NDArray, overall: NDArray, requests: NDArray) -> NDArray[np.bool_]:
@@ -56,7 +63,7 @@ def event_mask(counts: NDArray, overall: NDArray, requests: NDArray) -> NDArray[
     expected = np.outer(overall, requests)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.nan_to_num(counts / requests[None, :])
-    busy = requests >= QUIET_WINDOW * requests.mean() if requests.size else requests > 0
+    busy = busy_windows(requests)
     return ((share >= EVENT_RATIO * np.asarray(overall)[:, None]) & (share >= EVENT_MIN_SHARE)
             & (counts - expected > EVENT_SIGMAS * np.sqrt(np.maximum(expected, 1.0)))
             & busy[None, :])

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from hotshard.mitigations import Mitigations
 from hotshard.profile.document import Profile
-from hotshard.profile.timelines import EVENT_MIN_SHARE, QUIET_WINDOW, event_mask
+from hotshard.profile.timelines import EVENT_MIN_SHARE, busy_windows, event_mask
 from hotshard.shards.partitioners import Partitioner
 
 __all__ = ["KeyEvent", "TimelinePrediction", "predict_windows"]
@@ -155,7 +155,7 @@ def predict_windows(profile: Profile, partitioner: Partitioner, placed: NDArray[
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = ((head_load + np.outer(tail_shape, tail_w)) / requests[None, :]).T
     shares = np.nan_to_num(shares)
-    busy = requests >= QUIET_WINDOW * requests.mean()
+    busy = busy_windows(requests)
     masked = np.where(busy[:, None], shares, -1.0)
     peak_w = int(np.unravel_index(int(np.argmax(masked)), masked.shape)[0])
     peak = predict_load(_window_load(whole, counts[:, peak_w], tail_w[peak_w], tail_shape,
