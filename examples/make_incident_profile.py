@@ -72,9 +72,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.signal import lfilter
 
-from hotshard.profile.arrivals import ArrivalModel, measure_arrivals
+from hotshard.profile.arrivals import ArrivalModel
 from hotshard.profile.count import count_profile
 from hotshard.profile.document import Profile
+from hotshard.profile.time_counts import measure_arrivals
 
 # --- parameters: each value is a choice, and the comment says why ------------------------------
 
@@ -408,11 +409,11 @@ def time_sections(keys: np.ndarray, times: np.ndarray, head_ids: list[int]):
     (the DuckDB engine's calls): ``measure_locality`` in time order, ``measure_timelines`` of
     the head channels over the timestamps (epoch seconds, as a time column gives them)."""
     from hotshard.profile.locality import measure_locality
-    from hotshard.profile.timelines import measure_timelines
+    from hotshard.profile.time_counts import measure_timelines
 
     locality = measure_locality(keys, order=f"time:{TIME_COLUMN}")
-    timelines = measure_timelines(keys.view(np.uint64), WINDOW_START.timestamp() + times,
-                                  np.asarray(head_ids, dtype=np.int64).view(np.uint64))
+    timelines = measure_timelines(keys, WINDOW_START.timestamp() + times,
+                                  np.asarray(head_ids, dtype=np.int64))
     return locality, timelines
 
 

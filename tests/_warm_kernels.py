@@ -51,14 +51,6 @@ def _fit() -> None:
     fit_power_law(counts, engine="numba", bootstrap=2, seed=0, workers=1)
 
 
-def _arrivals() -> None:
-    import numpy as np
-
-    from hotshard.profile._arrival_kernels import window_counts
-
-    window_counts(np.arange(4.0), 1.0, 4)  # what measure_arrivals calls on a big trace
-
-
 def _direct() -> None:
     """Kernels (and argument types) the commands above do not reach but the tests do, found
     by comparing the signatures cached after this warm-up with those after a whole run on a
@@ -112,7 +104,6 @@ def warm_data(tmp: Path) -> None:
     profile = str(tmp / "web07.json")
     _cli("profile", str(TRACE), "--key", "key", "-o", profile)
     _fit()
-    _arrivals()
     _direct()
     _cli("generate", profile, "--events", "2e4", "--order", "locality", "-o",
          str(tmp / "g.parquet"))

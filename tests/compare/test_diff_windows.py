@@ -21,6 +21,8 @@ from hotshard.compare.diff import diff
 from hotshard.compare.diff_text import diff_table
 from hotshard.compare.window_drift import HOT_FACTOR, HOT_P, expected_tv
 from hotshard.profile.count import count_profile
+from hotshard.profile.time_counts import FINE_S
+from hotshard.profile.timelines import DETAIL_BINS
 from tests.conftest import run_cli, shared, trace_profile
 
 W = 12
@@ -29,9 +31,13 @@ EVENT_RANK = 10  # the event key: A's 10th key (steady in A)
 
 
 def windows_of(times: np.ndarray) -> np.ndarray:
-    """Each time's window: twelve equal parts of [first, last], the last instant in the last."""
+    """Each time's window: twelve equal parts of the span's 10 ms windows, ten sub-windows
+    each (``profile.time_counts``), written out in numpy."""
     t0, t1 = times.min(), times.max()
-    return np.minimum(((times - t0) / (t1 - t0) * W).astype(int), W - 1)
+    fine = np.floor((times - t0) / FINE_S)
+    n_fine = np.floor((t1 - t0) / FINE_S)
+    sub = np.minimum(np.floor(fine * (W * DETAIL_BINS) / n_fine), W * DETAIL_BINS - 1)
+    return sub.astype(int) // DETAIL_BINS
 
 
 def recount(keys: np.ndarray, times: np.ndarray, key) -> np.ndarray:

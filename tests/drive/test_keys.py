@@ -67,7 +67,7 @@ def test_drive_sends_a_locality_profiles_keys_in_generates_order(tmp_path):
     assert keys.order == "locality"
     sent = keys.batch(np.arange(events, dtype=np.int64))[0]
     plan = plan_workload(profile=profile, dist=None, events=events, seed=4, order="locality")
-    written = [str(k) for k in plan.samplers["*"].ids(plan.positions).tolist()]
+    written = [str(k) for k in plan.samplers["*"].ids(np.asarray(plan.positions)).tolist()]
     assert sent == written  # the keys generate writes, one for one
     # any split over processes sends the same keys (each process lays out the same order)
     odd = load_keys(path, seed=4, order="auto", events=events).batch(

@@ -15,6 +15,7 @@ from hotshard.profile.locality import (
     N_BINS,
     SAMPLE_RATE,
     Locality,
+    StreamLocality,
     bin_bounds,
     bin_lows,
     class_of,
@@ -280,3 +281,50 @@ def test_unsorted_times_are_sorted_stably(tmp_path):
     a = json.loads((tmp_path / "e.json").read_text())["locality"]
     b = json.loads((tmp_path / "s.json").read_text())["locality"]
     assert a == b
+
+
+def _key_counts(stream: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keys, counts = np.unique(stream, return_counts=True)
+    return keys.astype(np.int64), counts.astype(np.int64)
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.2])
+def test_a_stream_fed_in_chunks_is_measured_as_one_pass(rate):
+    """What an engine does (batches of a stream it never holds whole) gives what one call on
+    the whole array gives, to the count: the kernels carry their state across chunks."""
+    stream = (np.random.default_rng(7).zipf(1.3, 60_000) % 9000).astype(np.int64)
+    whole = measure_locality(stream, sample_rate=rate)
+    fed = StreamLocality([_key_counts(stream)], events=stream.size, order="file",
+                         sample_rate=rate)
+    for chunk in np.array_split(stream, 37):
+        fed.feed(chunk)
+    assert fed.result().to_dict() == whole.to_dict()
+
+
+def test_an_engines_sample_alone_is_within_its_expected_error_of_the_exact_curve():
+    """Spark's path: only the sampled keys' references reach the pass (no window), each
+    distance and reuse time scaled by 1 / R. Its curve is within 4 of its own standard errors
+    (computed from the spread of its parts) of the exact one; the key count is given."""
+    import pyarrow.parquet as pq
+
+    from hotshard.profile._locality_kernels import sampled_keys
+
+    keys = pq.read_table(shared("traces", "orm-busy.parquet"), columns=["key"])
+    stream = keys.column("key").to_numpy().astype(np.int64)
+    exact = measure_locality(stream)
+    rate = 0.1
+    threshold = int(rate * (1 << 24))
+    sample = stream[sampled_keys(stream, threshold)]
+    key_list, counts = _key_counts(sample)
+    fed = StreamLocality([(key_list, counts)], events=stream.size, order="file",
+                         sample_rate=rate, sampled_only=True, n_keys=exact.keys)
+    for chunk in np.array_split(sample, 5):
+        fed.feed(chunk)
+    got = fed.result()
+    assert got.method == "shards" and got.keys == exact.keys
+    assert 0 < got.expected_error < 0.1
+    estimate = np.array([got.lru_hit_rate(s) for s in exact.curve_sizes])
+    assert np.abs(estimate - exact.curve_hits).max() <= 4 * got.expected_error
+    doc = json.loads(json.dumps(got.to_dict()))
+    assert doc["expected_error"] == pytest.approx(got.expected_error, abs=1e-6)
+    assert Locality.from_dict(doc).to_dict() == doc

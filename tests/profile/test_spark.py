@@ -3,20 +3,20 @@
 import pytest
 
 from hotshard.profile.count import count_profile
+from hotshard.profile.engines import spark_engine
 from tests.conftest import shared
 
 pytest.importorskip("pyspark")
 
 
 def comparable(profile):
-    """The profile but what differs by engine: when and how it was made, and the sections of
-    the ordered stream (locality, arrivals, timelines), which only DuckDB's ordered read
-    measures."""
+    """The profile but what differs by engine: when and how it was made. Every section is
+    the same, the time sections too: arrivals and timelines are the same aggregations
+    (``profile.time_counts``) and, below ``DRIVER_REFERENCES``, Spark's locality pass reads
+    every reference in the same order (time, ties in input order) as DuckDB's."""
     doc = profile.to_dict()
     doc["source"].pop("created")
     doc["source"].pop("engine")
-    for section in ("locality", "arrivals", "timelines"):
-        doc.pop(section, None)
     return doc
 
 
@@ -41,9 +41,9 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path, monkeypatch):
     kwargs = {"key": "lbn", "op": "op", "size": "size", "time_col": "time", "top_k": 200}
     duck = count_profile([str(trace)], **kwargs)
     spark = count_profile([str(trace)], engine="spark", spark_master="local[2]", **kwargs)
+    assert duck.locality.method == "exact" and duck.arrivals.tick_s == 1.0
+    assert duck.timelines is not None
     assert comparable(duck) == comparable(spark)
-    assert duck.locality is not None and spark.locality is None
-    assert duck.arrivals is not None and spark.arrivals is None
 
     table = pq.read_table(shared("traces", "scarab-recs.parquet"))
     csv = tmp_path / "scarab.csv"
@@ -52,8 +52,23 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path, monkeypatch):
     csv.write_text("key,t\n" + "\n".join(f"item-{k},{1_714_560_000_000 + 7 * i}"
                                          for i, k in enumerate(keys)) + "\n")
     duck = count_profile([str(csv)], key="key", time_col="t")
+    # past DRIVER_REFERENCES Spark samples keys (SHARDS, a third of them here) and brings
+    # only their references to the driver
+    monkeypatch.setattr(spark_engine, "DRIVER_REFERENCES", 100_000)
     spark = count_profile([str(csv)], key="key", time_col="t", engine="spark",
                           spark_master="local[2]")
     assert duck.rate["seconds"] == spark.rate["seconds"] == 2100  # 300,000 x 7 ms
     assert duck.source["key_type"] == spark.source["key_type"] == "string"
+    exact, sampled = duck.locality, spark.locality
+    assert exact.method == "exact" and sampled.method == "shards"
+    assert sampled.sample_rate == pytest.approx(1 / 3, rel=1e-6)
+    assert sampled.keys == exact.keys  # Spark counted them all
+    # the sample's own standard error bounds its distance from the exact curve (4 sd)
+    assert 0 < sampled.expected_error < 0.1
+    for share in (0.001, 0.01, 0.05, 0.2):
+        size = share * exact.keys
+        assert abs(sampled.lru_hit_rate(size) - exact.lru_hit_rate(size)) \
+            <= 4 * sampled.expected_error, share
+    for doc in (duck, spark):
+        object.__setattr__(doc, "locality", None)
     assert comparable(duck) == comparable(spark)

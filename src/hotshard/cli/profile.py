@@ -48,6 +48,14 @@ def _warn_if_shared(path: str) -> None:
               show_default=True, help="Counting engine.")
 @click.option("--spark-master", default="local[*]", show_default=True,
               help="Spark master URL for --engine spark.")
+@click.option("--spark-scratch", metavar="DIR",
+              help="For --engine spark on a cluster: a directory the executors and this "
+                   "machine both reach (a shared mount), where the locality pass's sorted "
+                   "sample is written [default: a local temporary directory].")
+@click.option("--memory-limit", default="2GB", show_default=True, metavar="SIZE",
+              help="The duckdb engine's working memory; past it DuckDB spills to a temporary "
+                   "directory, so a trace of any length profiles in about this plus the "
+                   "locality pass's per-key state.")
 @click.option("--partitioner", "placement_names", type=PARTITIONER_CHOICE, multiple=True,
               help="Also record each shard's total tail load under this store's placement "
                    "(counts only; repeatable, paired with --shards) so predict is exact.")
@@ -62,12 +70,13 @@ def _warn_if_shared(path: str) -> None:
 @click.option("--locality/--no-locality", default=True, show_default=True,
               help="Measure temporal locality (how soon each popularity class's keys come "
                    "back: stack distances, reuse times, the LRU hit-rate curve) in --time "
-                   "order, else input order. Event rows and the duckdb engine only.")
+                   "order, else input order. Event rows only. Exact up to 4 M distinct keys, "
+                   "SHARDS sampling beyond (its expected error is recorded).")
 @click.option("-o", "--output", required=True, metavar="FILE", help="Profile to write (JSON).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count, engine,
-            spark_master, placement_names, placement_shards, key_type, pseudonymize,
-            secret_file, locality, output, quiet):
+            spark_master, spark_scratch, memory_limit, placement_names, placement_shards,
+            key_type, pseudonymize, secret_file, locality, output, quiet):
     """Count requests per key in production data and write a privacy-safe profile.
 
     INPUT... are Parquet, CSV (.gz) or JSON-lines files, or quoted globs of them. Only the key
@@ -113,7 +122,8 @@ def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count
                                time_col=time_col, top_k=top_k, min_count=min_count,
                                engine=engine, spark_master=spark_master, progress=bar.callback,
                                placements=placements, pseudonymize_secret=secret,
-                               locality=locality, time_unit=time_unit)
+                               locality=locality, time_unit=time_unit,
+                               spark_scratch=spark_scratch, memory_limit=memory_limit)
     result.save(output)
     dropped = int(result.source.get("null_keys") or 0)
     if dropped:
@@ -124,9 +134,11 @@ def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count
     head_share = float(result.head_counts.sum()) / result.events
     click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
                f"head {len(result.head_keys)} keys ({pct(head_share)} of events); {tail}")
-    if engine == "spark" and not counts and (locality or time_col):
-        note("no locality, arrivals or timelines sections: the spark engine reads rows in no "
-             "defined order (profile with the duckdb engine to measure them)")
+    loc = result.locality
+    if loc is not None and loc.method == "shards":
+        note(f"locality by SHARDS sampling at rate {loc.sample_rate:.3g} ({loc.keys:,} keys is "
+             f"past the exact pass's budget): LRU hit rates within about "
+             f"{loc.expected_error:.3f} (one standard error)")
 
 
 @click.command()

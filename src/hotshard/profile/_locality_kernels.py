@@ -35,7 +35,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["dense_ids", "joint_pass", "log_bin", "shards_pass", "shards_sample", "stack_pass"]
+__all__ = ["dense_ids", "joint_pass", "key_table", "log_bin", "lookup_ids", "new_shards",
+           "new_stack", "pass_chunk", "sample_group", "sampled_keys", "shards_chunk",
+           "shards_sample", "stack_pass"]
 
 _ONE = np.uint64(1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -261,24 +263,22 @@ def _touch(bits, c1, c2, c3, owner, last, cap: int, key: int, i: int, pos: int,
     return d, gap, pos + 1
 
 
-@njit(cache=True)
-def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n_bins: int,
-          lo: np.ndarray, per_octave: int, joint_bins: int, every: int = 1
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The one Mattson pass behind ``stack_pass`` and ``joint_pass``: (stack, reuse, first,
-    joint), joint only when ``joint_bins`` > 0 (and stack, reuse then left empty); only
-    every ``every``-th reference is counted (all of them move the stack)."""
-    stack = np.zeros((n_classes, n_bins), dtype=np.int64)
-    reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
-    first = np.zeros(n_classes, dtype=np.int64)
-    jb = max(joint_bins, 1)
-    joint = np.zeros((n_classes if joint_bins > 0 else 1, jb, jb), dtype=np.int64)
-    bits, c1, c2, c3, owner, last, cap = _stack(n_keys)
+@njit(cache=True, nogil=True)
+def pass_chunk(ids: np.ndarray, i0: int, key_class: np.ndarray, lo: np.ndarray,
+               per_octave: int, joint_bins: int, every: int, stack: np.ndarray,
+               reuse: np.ndarray, first: np.ndarray, joint: np.ndarray, bits, c1, c2, c3,
+               owner, last, cap: int, pos: int) -> int:
+    """The one Mattson pass behind ``stack_pass``, ``joint_pass`` and a streamed profile,
+    over one chunk of ``ids`` whose first is reference ``i0`` of the stream: counts into
+    (stack, reuse, first), or joint when ``joint_bins`` > 0; only every ``every``-th
+    reference is counted (all of them move the stack). The stack (``_stack``) and the next
+    marker position ``pos`` carry over from chunk to chunk; returns the next ``pos``."""
+    n_bins = stack.shape[1]
     top = (joint_bins if joint_bins > 0 else n_bins) - 1
     small = _small_bins(lo, per_octave, top)
-    pos = 0
-    for i in range(ids.size):
-        key = ids[i]
+    for j in range(ids.size):
+        i = i0 + j
+        key = ids[j]
         c = key_class[key]
         if pos == cap:
             pos = _renumber(bits, c1, c2, c3, owner, last[:, 0])
@@ -296,6 +296,27 @@ def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n
         else:
             stack[c, sb] += 1
             reuse[c, rb] += 1
+    return pos
+
+
+def new_stack(n_keys: int) -> list:
+    """A Mattson stack over keys 0..n_keys-1 for ``pass_chunk``: [bits, c1, c2, c3, owner,
+    last, cap, pos]."""
+    return [*_stack(n_keys), 0]
+
+
+def _pass(ids: np.ndarray, n_keys: int, key_class: np.ndarray, n_classes: int, n_bins: int,
+          lo: np.ndarray, per_octave: int, joint_bins: int, every: int = 1
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``pass_chunk`` over a whole stream: (stack, reuse, first, joint)."""
+    stack = np.zeros((n_classes, n_bins), dtype=np.int64)
+    reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
+    first = np.zeros(n_classes, dtype=np.int64)
+    jb = max(joint_bins, 1)
+    joint = np.zeros((n_classes if joint_bins > 0 else 1, jb, jb), dtype=np.int64)
+    state = new_stack(n_keys)
+    pass_chunk(ids, 0, key_class, lo, per_octave, joint_bins, every, stack, reuse, first,
+               joint, *state)
     return stack, reuse, first, joint
 
 
@@ -372,85 +393,141 @@ def _window_drop(table, shift: int, h: int) -> None:
 
 
 @njit(cache=True)
-def shards_pass(hashes: np.ndarray, threshold: int, sampled_ids: np.ndarray, n_sampled: int,
-                key_class: np.ndarray, n_classes: int, n_bins: int, lo: np.ndarray,
-                per_octave: int, window: int):
-    """SHARDS with an exact window: every reference through an exact LRU stack of the
-    ``window`` most recent keys (stack distances below ``window`` exactly, for all
-    references), and the references of sampled keys (``_sampled`` at ``threshold``, rate
-    R = threshold / 2^24; ``sampled_ids``, dense over the sample, in order) through a Mattson
-    stack of their own, where a reference beyond the window gets the sample's distance
-    scaled by 1 / R (at least ``window``).
+def key_table(hashes: np.ndarray) -> tuple[np.ndarray, int]:
+    """An open-addressing table (hash, id + 1) of distinct ``hashes``, id = place in the
+    array, at most half full: (table, shift) for ``_probe``."""
+    shift = 4
+    while (1 << (shift - 1)) < hashes.size + 1:
+        shift += 1
+    table = np.zeros(2 << shift, dtype=np.int64)
+    for i in range(hashes.size):
+        j = _probe(table, shift, hashes[i])
+        table[2 * j] = hashes[i]
+        table[2 * j + 1] = i + 1
+    return table, shift
 
-    Returns (stack[c, b], reuse[c, b], first[c], near[d], far[b], far_first): the sampled
-    references' histograms by class as ``stack_pass`` (reuse times exact, in references of
-    the whole stream); near[d], references of the whole stream at distance d < window;
-    far[b], the sampled references beyond the window by bin of their estimated distance plus
-    one; far_first, the sampled first references.
-    """
-    stack = np.zeros((n_classes, n_bins), dtype=np.int64)
-    reuse = np.zeros((n_classes, n_bins), dtype=np.int64)
-    first = np.zeros(n_classes, dtype=np.int64)
-    near = np.zeros(window, dtype=np.int64)
-    far = np.zeros(n_bins, dtype=np.int64)
+
+@njit(cache=True, nogil=True)
+def lookup_ids(hashes: np.ndarray, table: np.ndarray, shift: int) -> np.ndarray:
+    """The id of each hash in ``key_table``'s table (-1 for a hash not in it)."""
+    out = np.empty(hashes.size, dtype=np.int32)
+    for i in range(hashes.size):
+        out[i] = table[2 * _probe(table, shift, hashes[i]) + 1] - 1
+    return out
+
+
+@njit(cache=True)
+def sampled_keys(hashes: np.ndarray, threshold: int) -> np.ndarray:
+    """Whether each key hash is in SHARDS' sample (``_sampled``)."""
+    out = np.empty(hashes.size, dtype=np.bool_)
+    for i in range(hashes.size):
+        out[i] = _sampled(hashes[i], threshold)
+    return out
+
+
+@njit(cache=True, inline="always")
+def sample_group(h: int, groups: int) -> int:
+    """Which of ``groups`` equal parts of the sample a sampled key hash falls in (hash bits
+    above the sampling ones): each part is a SHARDS sample of its own, at rate / groups, so
+    the parts' spread tells the sample's error."""
+    m = np.uint64(h) * _GOLDEN
+    m ^= m >> np.uint64(29)
+    m *= np.uint64(0xBF58476D1CE4E5B9)
+    m ^= m >> np.uint64(32)
+    return np.int64((m >> np.uint64(24)) % np.uint64(groups))
+
+
+def new_shards(n_sampled: int, window: int) -> list:
+    """SHARDS' carried state for ``shards_chunk``: the sample's stack, the window's stack,
+    the window's slots' hashes and table, and [live, low, wpos, spos, shift]."""
+    shift = 2
+    while (1 << shift) < 4 * max(window, 1):
+        shift += 1
+    return [_stack(n_sampled), _stack(max(window, 1)), np.zeros(max(window, 1), np.int64),
+            np.zeros(2 << shift, np.int64), np.array([0, 0, 0, 0, shift], np.int64)]
+
+
+@njit(cache=True, nogil=True)
+def shards_chunk(hashes: np.ndarray, i0: int, threshold: int, ktable: np.ndarray, kshift: int,
+                 key_class: np.ndarray, lo: np.ndarray, per_octave: int, window: int,
+                 rate: float, stack, reuse, first, near, far, far_first, sstate, wstate,
+                 whash, table, st) -> None:
+    """SHARDS with an exact window over one chunk of a stream (reference ``i0`` first): every
+    reference through an exact LRU stack of the ``window`` most recent keys (stack distances
+    below ``window`` exactly, for all references), and the references of sampled keys
+    (``_sampled`` at ``threshold``; ``ktable``: their ids, from ``key_table``) through a
+    Mattson stack of their own, where a reference beyond the window gets the sample's distance
+    scaled by 1 / ``rate`` (at least ``window``). ``window`` 0: the chunk holds the sampled
+    references only (a sample drawn by the engine), every one scaled, reuse times too.
+
+    Counts into: stack[c, b], reuse[c, b], first[c], the sampled references' histograms by
+    class as ``stack_pass``; near[d], references of the whole stream at distance d < window;
+    far[g, b], sampled references beyond the window by part of the sample
+    (``sample_group``) and bin of their estimated distance plus one; far_first[g], the
+    sampled first references."""
+    n_bins = stack.shape[1]
+    groups = far.shape[0]
     top = n_bins - 1
     small = _small_bins(lo, per_octave, top)
-    rate = threshold / float(1 << 24)
-    sb_, s1, s2, s3, sowner, slast, scap = _stack(n_sampled)
-    wb, w1, w2, w3, wowner, wlast, wcap = _stack(window)
-    whash = np.zeros(window, dtype=np.int64)   # the key hash of each window slot
-    shift = 2
-    while (1 << shift) < 4 * window:
-        shift += 1
-    table = np.zeros(2 << shift, dtype=np.int64)   # (hash, slot + 1); 0: empty
-    live = 0
-    low = 0          # no window marker lies below this position
-    wpos = 0
-    spos = 0
-    js = 0
-    for i in range(hashes.size):
-        h = hashes[i]
-        if wpos == wcap:
-            wpos = _renumber(wb, w1, w2, w3, wowner, wlast[:, 0])
-            low = 0
-        j = _probe(table, shift, h)
-        slot = table[2 * j + 1] - 1
-        if slot < 0:  # not in the window: the oldest key leaves it, this one enters
-            if live < window:
-                slot = live
-                live += 1
-            else:
-                x = wb[low >> 6] >> np.uint64(low & 63)
-                while x == 0:
-                    low = (low | 63) + 1
-                    x = wb[low >> 6]
-                low += _trailing_zeros(x)
-                slot = wowner[low]
-                _move(wb, w1, w2, w3, low, False)
-                wlast[slot, 0] = -1
-                _window_drop(table, shift, whash[slot])
-                j = _probe(table, shift, h)
-            table[2 * j] = h
-            table[2 * j + 1] = slot + 1
-            whash[slot] = h
-        d, _, wpos = _touch(wb, w1, w2, w3, wowner, wlast, wcap, slot, i, wpos)
-        if d >= 0:
-            near[d] += 1
-        if not _sampled(h, threshold):
-            continue
-        key = sampled_ids[js]
-        js += 1
+    sb_, s1, s2, s3, sowner, slast, scap = sstate
+    wb, w1, w2, w3, wowner, wlast, wcap = wstate
+    live, low, wpos, spos, shift = st[0], st[1], st[2], st[3], st[4]
+    for j in range(hashes.size):
+        i = i0 + j
+        h = hashes[j]
+        d = -1
+        if window > 0:
+            if wpos == wcap:
+                wpos = _renumber(wb, w1, w2, w3, wowner, wlast[:, 0])
+                low = 0
+            jt = _probe(table, shift, h)
+            slot = table[2 * jt + 1] - 1
+            if slot < 0:  # not in the window: the oldest key leaves it, this one enters
+                if live < window:
+                    slot = live
+                    live += 1
+                else:
+                    x = wb[low >> 6] >> np.uint64(low & 63)
+                    while x == 0:
+                        low = (low | 63) + 1
+                        x = wb[low >> 6]
+                    low += _trailing_zeros(x)
+                    slot = wowner[low]
+                    _move(wb, w1, w2, w3, low, False)
+                    wlast[slot, 0] = -1
+                    _window_drop(table, shift, whash[slot])
+                    jt = _probe(table, shift, h)
+                table[2 * jt] = h
+                table[2 * jt + 1] = slot + 1
+                whash[slot] = h
+            d, _, wpos = _touch(wb, w1, w2, w3, wowner, wlast, wcap, slot, i, wpos)
+            if d >= 0:
+                near[d] += 1
+            if not _sampled(h, threshold):
+                continue
+        key = ktable[2 * _probe(ktable, kshift, h) + 1] - 1
+        if key < 0:
+            continue  # not a counted key (the engine's sample and its key list disagree)
         c = key_class[key]
+        g = sample_group(h, groups)
         if spos == scap:
             spos = _renumber(sb_, s1, s2, s3, sowner, slast[:, 0])
         ds, gap, spos = _touch(sb_, s1, s2, s3, sowner, slast, scap, key, i, spos)
         if ds < 0:
             first[c] += 1
+            far_first[g] += 1
             continue
-        if d < 0:
+        if window == 0:
+            # the sample's distance ds means ds / R to ds + 1 / R in the stream: placed in
+            # that range by the reference's own hash (uniform, deterministic), so a cache
+            # smaller than 1 / R sees its share of them, not none or all
+            u = np.float64((np.uint64(i) * _GOLDEN) >> np.uint64(11)) / 9007199254740992.0
+            d = int((ds + u) / rate)
+            gap = max(int((gap - 1 + u) / rate) + 1, 1)
+        elif d < 0:
             d = max(int(ds / rate), window)
-            far[_bin(d + 1, small, lo, per_octave, top)] += 1
+        if d >= window:
+            far[g, _bin(d + 1, small, lo, per_octave, top)] += 1
         stack[c, _bin(d + 1, small, lo, per_octave, top)] += 1
         reuse[c, _bin(gap, small, lo, per_octave, top)] += 1
-    far_first = first.sum()
-    return stack, reuse, first, near, far, far_first
+    st[0], st[1], st[2], st[3] = live, low, wpos, spos

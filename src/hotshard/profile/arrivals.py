@@ -37,7 +37,8 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 
-__all__ = ["ArrivalModel", "IDC_SCALES", "dirichlet_alpha", "idc", "measure_arrivals"]
+__all__ = ["ALPHA_MAX", "ArrivalModel", "IDC_SCALES", "MAX_BINS", "alpha_from_sums",
+           "cascade_levels", "dirichlet_alpha", "idc"]
 
 MAX_BINS = 1440
 IDC_SCALES = (0.01, 0.1, 1.0, 10.0, 60.0, 600.0, 3600.0)
@@ -56,69 +57,42 @@ def idc(times: NDArray[np.float64], width: float, start: float, end: float) -> f
                                    minlength=n_windows))
 
 
-def _idc_of_sorted(t: NDArray[np.float64], rel: NDArray[np.float64], width: float
-                   ) -> float | None:
-    """``idc`` of sorted times ``t`` over their span (``rel``: ``t - t[0]``), the same windows
-    and counts to the bit, but the times inside are a prefix found by a binary search instead
-    of a mask and a copy (a profile's arrivals hold every request's time)."""
-    start = float(t[0])
-    n_windows = int((float(t[-1]) - start) // width)
-    if n_windows < 10:
-        return None
-    inside = rel[:int(np.searchsorted(t, start + n_windows * width, side="left"))]
-    # as idc's bincount: a time just under the bound whose quotient rounds up to n_windows
-    # gets a window of its own
-    return _dispersion(_window_counts(inside, width, max(n_windows,
-                                                         int(inside[-1] // width) + 1)))
-
-
 def _dispersion(counts: NDArray[np.int64]) -> float | None:
     """Var/Mean of the counts of windows."""
     mean = counts.mean()
     return float(counts.var() / mean) if mean > 0 else None
 
 
-# From this many times on, the compiled kernel counts windows (~10x quicker than numpy's three
-# passes a width); below, numpy, which spares a process that has not loaded numba the half
-# second that costs (a profile of a small file).
-_KERNEL_MIN_TIMES = 1 << 20
-
-
-def _window_counts(rel: NDArray[np.float64], width: float, n_windows: int) -> NDArray[np.int64]:
-    """Requests per window of ``width`` of ascending times ``rel >= 0``, ``n_windows`` of
-    them, every time at or past the last window counted in it."""
-    if rel.size >= _KERNEL_MIN_TIMES:
-        from hotshard.profile._arrival_kernels import window_counts
-
-        return window_counts(rel, float(width), int(n_windows))
-    return np.bincount(np.minimum((rel // width).astype(np.int64), n_windows - 1),
-                       minlength=n_windows)
-
-
 def dirichlet_alpha(parents: NDArray[np.int64], spread: NDArray[np.float64], k: int) -> float:
     """The concentration that gives the observed spread of children around their parent's
-    mean: solve sum_p n_p (1 - 1/k) (n_p + k a) / (1 + k a) = sum_p spread_p for a > 0.
-    The left side falls from sum n_p^2 (1 - 1/k) (all in one child) to sum n_p (1 - 1/k)
-    (multinomial) as a grows: bisection in log a."""
+    mean (``alpha_from_sums`` of the parents with more than one request)."""
     n = parents.astype(np.float64)
     keep = n > 1
-    n, s = n[keep], spread[keep]
-    if n.size == 0:
+    return alpha_from_sums(float(np.sum(n[keep] ** 2)), float(n[keep].sum()),
+                           float(spread[keep].sum()), k)
+
+
+def alpha_from_sums(sum_n2: float, sum_n: float, spread: float, k: int) -> float:
+    """Solve sum_p n_p (1 - 1/k) (n_p + k a) / (1 + k a) = ``spread`` for a > 0, over the
+    parents with n_p > 1, from their sum_p n_p^2 and sum_p n_p alone (the left side is
+    (1 - 1/k) (sum n^2 + k a sum n) / (1 + k a)): an engine sums, nothing else leaves it.
+    The left side falls from sum n^2 (1 - 1/k) (all in one child) to sum n (1 - 1/k)
+    (multinomial) as a grows: bisection in log a."""
+    if sum_n <= 0:
         return ALPHA_MAX
-    target = float(s.sum())
     f = 1.0 - 1.0 / k
 
     def left(a: float) -> float:
-        return float(np.sum(n * f * (n + k * a) / (1.0 + k * a)))
+        return f * (sum_n2 + k * a * sum_n) / (1.0 + k * a)
 
-    if target >= left(1e-9):
+    if spread >= left(1e-9):
         return 1e-9
-    if target <= left(ALPHA_MAX):
+    if spread <= left(ALPHA_MAX):
         return ALPHA_MAX
     lo, hi = math.log(1e-9), math.log(ALPHA_MAX)
     for _ in range(80):
         mid = 0.5 * (lo + hi)
-        if left(math.exp(mid)) > target:
+        if left(math.exp(mid)) > spread:
             lo = mid
         else:
             hi = mid
@@ -211,52 +185,7 @@ def _plain(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
 
 
-def _levels(resolution: float) -> list[tuple[float, float]]:
+def cascade_levels(resolution: float) -> list[tuple[float, float]]:
+    """(parent, child) widths of the cascade's levels below ``resolution``."""
     widths = [resolution, *(w for w in LEVELS if w < resolution)]
     return list(zip(widths, widths[1:], strict=False))
-
-
-def measure_arrivals(times: NDArray[np.float64], tick: float | None = None
-                     ) -> ArrivalModel | None:
-    """The arrival section of request times in seconds, sorted (they are sorted here if not;
-    the window counts rely on it); None for fewer than two distinct instants: no rate to
-    speak of.
-
-    ``tick`` is the timestamps' resolution (``time_units.timestamp_tick``). Below it the trace
-    says nothing about when requests came (a whole-second log stamps a second's requests at
-    its start, which a fit would read as one burst a second), so the cascade's levels finer
-    than the tick spread requests evenly (``ALPHA_MAX``) and the dispersion is not measured at
-    scales below it."""
-    t = np.asarray(times, dtype=np.float64)
-    t = t[np.isfinite(t)]
-    if t.size > 1 and bool(np.any(t[1:] < t[:-1])):
-        t = np.sort(t)
-    if t.size < 2 or t[-1] <= t[0]:
-        return None
-    start, end = float(t[0]), float(t[-1])
-    span = end - start
-    resolution = 60.0 * max(1, math.ceil(span / (60.0 * MAX_BINS)))
-    n_bins = max(1, math.ceil((span + 1e-9) / resolution))
-    rel = t - start
-    counts = _window_counts(rel, resolution, n_bins)
-    measured = {}
-    for w in IDC_SCALES:
-        if tick is not None and w * (1 + 1e-9) < tick:
-            continue
-        value = _idc_of_sorted(t, rel, w)
-        if value is not None:
-            measured[f"{w:g}"] = value
-    cascade = []
-    for parent, child in _levels(resolution):
-        k = int(round(parent / child))
-        if tick is not None and child * (1 + 1e-9) < tick:
-            cascade.append((parent, child, ALPHA_MAX))  # below the tick: nothing to fit
-            continue
-        n_child = int(rel[-1] // child) + 1  # times are sorted: the last is the largest
-        c = _window_counts(rel, child, n_child)
-        pad = (-c.size) % k
-        c = np.concatenate([c, np.zeros(pad, dtype=np.int64)]).reshape(-1, k)
-        n = c.sum(axis=1)
-        spread = ((c - n[:, None] / k) ** 2).sum(axis=1)
-        cascade.append((parent, child, dirichlet_alpha(n, spread, k)))
-    return ArrivalModel(resolution, counts, measured, tuple(cascade), tick)

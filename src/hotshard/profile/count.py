@@ -180,6 +180,9 @@ def count_profile(
     pseudonymize_secret: bytes | None = None,
     locality: bool = True,
     time_unit: str = "auto",
+    spark_session: object | None = None,
+    spark_scratch: str | None = None,
+    memory_limit: str | None = "2GB",
 ) -> Profile:
     """Count events per key in ``inputs`` and build a privacy-safe profile.
 
@@ -206,11 +209,21 @@ def count_profile(
     locality : bool
         Also measure the stream's temporal locality (``hotshard.profile.locality``), in
         ``time_col`` order when given, else input order. Event rows only (a counts column
-        has no order); the DuckDB engine only (Spark's rows have no order to keep).
+        has no order). Spark keeps no file order: there, without ``time_col``, the order is
+        Spark's reading order (input order for one file read in splits).
     time_unit : {"auto", "s", "ms", "us", "ns"}
         The unit of a numeric ``time_col`` (``hotshard.profile.time_units``): read from the
         values' magnitude by default (epoch seconds, milliseconds, microseconds or
         nanoseconds); a timestamp or ISO-text column carries its own.
+    spark_session : pyspark.sql.SparkSession, optional
+        Run on this session (your cluster's; it is left running) instead of starting one at
+        ``spark_master``.
+    spark_scratch : str, optional
+        A directory the Spark executors and this process both reach, for the locality
+        pass's sorted sample (default: a local temporary directory, right for ``local[*]``).
+    memory_limit : str, optional
+        DuckDB's working memory (``"2GB"``; None: DuckDB's default, 80% of RAM). Past it
+        DuckDB spills its aggregates and sorts to a temporary directory.
     """
     from hotshard.profile.time_units import TIME_UNITS
 
@@ -242,8 +255,8 @@ def count_profile(
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
                      time=time_col, top_k=top_k, min_count=min_count,
                      placements=tuple(placements),
-                     locality=locality and counts is None and engine == "duckdb",
-                     time_unit=time_unit)
+                     locality=locality and counts is None,
+                     time_unit=time_unit, memory_limit=memory_limit)
     if engine == "duckdb":
         from hotshard.profile.engines import duckdb_engine
 
@@ -251,7 +264,8 @@ def count_profile(
     else:
         from hotshard.profile.engines import spark_engine
 
-        raw = spark_engine.count(spec, spark_master, progress)
+        raw = spark_engine.count(spec, spark_master, progress, session=spark_session,
+                                 scratch=spark_scratch)
     source = {"key": key, "inputs": list(inputs), "engine": engine}
     if counts:
         source["counts"] = counts

@@ -72,6 +72,7 @@ class CountSpec:
     placements: tuple = ()
     locality: bool = False
     time_unit: str = "auto"   # a numeric time column's unit (profile.time_units)
+    memory_limit: str | None = None   # the DuckDB engine's working memory ("2GB")
 
     def columns(self) -> list[str]:
         return [c for c in (self.key, self.counts, self.op, self.size, self.time) if c]

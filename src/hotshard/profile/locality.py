@@ -51,16 +51,19 @@ from numpy.typing import NDArray
 
 from hotshard.errors import ProfileError
 
-__all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_WINDOW", "ClassLocality",
-           "Locality", "bin_bounds", "bin_lows", "class_of", "measure_locality"]
+__all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_GROUPS", "SHARDS_WINDOW",
+           "ClassLocality", "Locality", "StreamLocality", "bin_bounds", "bin_lows", "class_of",
+           "measure_locality"]
 
 BINS_PER_OCTAVE = 8
 MAX_OCTAVES = 48            # distances and reuse times up to 2^48 references
 N_BINS = BINS_PER_OCTAVE * MAX_OCTAVES
 _SHARDS_MODULUS = 1 << 24
-EXACT_MAX_KEYS = 1 << 22    # beyond, measure_locality samples (see its Notes)
+EXACT_MAX_KEYS = 1 << 20    # beyond, measure_locality samples (see its Notes)
 SAMPLE_RATE = 0.1           # SHARDS' default rate (error: see Locality)
+SHARDS_MAX_KEYS = 1 << 20   # fixed-size SHARDS: the rate falls so no more keys are sampled
 SHARDS_WINDOW = 4096        # SHARDS' curve is exact below this many entries
+SHARDS_GROUPS = 8           # parts of the sample whose spread gives its expected error
 
 
 def class_of(counts: NDArray) -> NDArray[np.int64]:
@@ -135,6 +138,12 @@ class Locality:
         on orm-busy (5 M references, 76 K keys; asserted <= 0.01 by a test), 0.0067 on
         scarab-recs (1.2 M, 258 K); at R = 0.01, 0.006 and 0.013. Exact below 4,096 entries.
         The key counts (``keys``, each class's) are then estimates.
+    expected_error : float
+        0 for an exact pass. For SHARDS, the standard error of its hit rates, largest over
+        the curve, computed from the sample itself: the sampled keys fall in
+        ``SHARDS_GROUPS`` parts by their hash, each a SHARDS sample of its own, and the
+        spread of the parts' curves over the square root of their number is the whole
+        sample's standard error.
     """
 
     order: str
@@ -144,6 +153,7 @@ class Locality:
     curve_sizes: NDArray[np.int64]
     curve_hits: NDArray[np.float64]
     sample_rate: float = 1.0
+    expected_error: float = 0.0
 
     @property
     def method(self) -> str:
@@ -166,7 +176,9 @@ class Locality:
                 "events": self.events, "keys": self.keys,
                 "lru_hit_curve": {"sizes": [int(s) for s in self.curve_sizes],
                                   "hit_rates": [round(float(h), 6) for h in self.curve_hits]},
-                "classes": [c.to_dict() for c in self.classes]}
+                "classes": [c.to_dict() for c in self.classes],
+                **({"expected_error": round(float(self.expected_error), 6)}
+                   if self.sample_rate < 1 else {})}
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "locality") -> Locality:
@@ -212,7 +224,10 @@ class Locality:
         if classes and (total > events or (rate >= 1 and total != events)):
             raise ProfileError(f"{where}: the classes hold {total} references but events is "
                                f"{events}: the section disagrees with itself")
-        return cls(order, events, keys, classes, sizes.astype(np.int64), hits, rate)
+        error = _number(doc.get("expected_error", 0), f"{where}.expected_error")
+        if not 0 <= error <= 1:
+            raise ProfileError(f"{where}.expected_error must be a fraction, got {error}")
+        return cls(order, events, keys, classes, sizes.astype(np.int64), hits, rate, error)
 
 
 def _plain(x: float) -> int | float:
@@ -383,7 +398,7 @@ def measure_locality(keys: NDArray, *, order: str = "file",
 def _measure_shards(hashes: NDArray[np.int64], order: str, rate: float,
                     lows: NDArray[np.int64]) -> Locality:
     """``measure_locality`` by SHARDS at ``rate`` with an exact window (see the module)."""
-    from hotshard.profile._locality_kernels import dense_ids, shards_pass, shards_sample
+    from hotshard.profile._locality_kernels import dense_ids, shards_sample
 
     threshold = max(int(rate * _SHARDS_MODULUS), 1)
     sampled = shards_sample(hashes, threshold)
@@ -391,28 +406,178 @@ def _measure_shards(hashes: NDArray[np.int64], order: str, rate: float,
         raise ProfileError(f"locality: a SHARDS sample at rate {rate:g} keeps no reference "
                            "of this stream; use a higher rate or the exact pass")
     ids, n_sampled, counts = dense_ids(sampled)
-    del sampled
-    key_class = class_of(counts)
-    n_classes = int(key_class.max()) + 1
-    stack, reuse, first, near, far, far_first = shards_pass(
-        hashes, threshold, ids, n_sampled, key_class.astype(np.int8), n_classes, N_BINS,
-        lows, BINS_PER_OCTAVE, SHARDS_WINDOW)
-    events = int(hashes.size)
-    # hits below the window: exact, for every reference; beyond it, the window's misses
-    # (exactly known) split as the sample's misses are: by estimated distance, and first
-    # references (so the key count, exact when the window never overflows)
-    near_bins = np.bincount(_bins_of(np.arange(1, SHARDS_WINDOW + 1), lows), weights=near,
-                            minlength=N_BINS)
-    misses = events - float(near.sum())
-    far_total = float(far.sum() + far_first)
-    share = np.cumsum(far) / far_total if far_total > 0 else np.zeros(N_BINS)
-    hits_upto = np.cumsum(near_bins) + misses * share
-    n_keys = max(int(round(misses * far_first / far_total)) if far_total > 0 else 1, 1)
-    per_class = np.rint(np.bincount(key_class, minlength=n_classes) * n_keys
-                        / n_sampled).astype(np.int64)
-    sizes, hits = _curve(hits_upto, events, n_keys, lows)
-    return Locality(order, events, n_keys, _classes(stack, reuse, first, per_class), sizes,
-                    np.maximum.accumulate(hits), rate)
+    keys = np.empty(n_sampled, dtype=np.int64)
+    keys[ids] = sampled
+    del sampled, ids
+    pass_ = StreamLocality([(keys, counts)], events=int(hashes.size), order=order,
+                           sample_rate=rate)
+    pass_.feed(hashes)
+    return pass_.result()
+
+
+class StreamLocality:
+    """The locality section of a stream fed in order, chunk by chunk, in memory that grows
+    with its keys, not its length: the engines' path (``profile --time`` on a file of any
+    size). Every key's count is known beforehand (the engine counted them), so each key's
+    popularity class is too, and the pass needs the stream once.
+
+    Parameters
+    ----------
+    keys : iterable of (hashes, counts) arrays
+        Every key of the stream (its 64-bit hash as the stream has it, and its count), in
+        batches; with SHARDS only the sampled ones are kept.
+    events : int
+        The stream's length.
+    order : str
+        How the stream is ordered (``Locality.order``).
+    sample_rate : float, optional
+        None: exact up to ``EXACT_MAX_KEYS`` distinct keys (``n_keys``), SHARDS at
+        ``SAMPLE_RATE`` beyond. 1: exact. R < 1: SHARDS at R with the exact window.
+    sampled_only : bool
+        The stream holds the sampled keys' references only (an engine drew the sample, at
+        ``sample_rate``): SHARDS without the window (distances and reuse times scaled by
+        1 / R, the count of sampled references corrected to its expectation, SHARDS-adj);
+        ``n_keys`` is then the whole stream's key count.
+    n_keys : int, optional
+        The stream's distinct keys, when the caller knows it (to pick the method).
+    """
+
+    def __init__(self, keys, *, events: int, order: str, sample_rate: float | None = None,
+                 sampled_only: bool = False, n_keys: int | None = None):
+        from hotshard.profile._locality_kernels import (
+            key_table,
+            new_shards,
+            new_stack,
+            sampled_keys,
+        )
+
+        if sample_rate is not None and not 0 < sample_rate <= 1:
+            raise ProfileError(f"locality sample rate must be in (0, 1], got {sample_rate}")
+        if sample_rate is None:
+            sample_rate = 1.0 if n_keys is None or n_keys <= EXACT_MAX_KEYS else \
+                min(SAMPLE_RATE, SHARDS_MAX_KEYS / n_keys)
+        if sampled_only and sample_rate >= 1:
+            sampled_only = False  # a sample of everything is the stream
+        self.rate = float(sample_rate)
+        self.exact = self.rate >= 1
+        self.sampled_only = sampled_only
+        self.events, self.order, self.n_keys = int(events), order, n_keys
+        self.threshold = max(int(self.rate * _SHARDS_MODULUS), 1)
+        kept_h, kept_c = [], []
+        for hashes, counts in keys:
+            h = np.ascontiguousarray(np.asarray(hashes).view(np.int64)
+                                     if np.asarray(hashes).dtype == np.uint64
+                                     else np.asarray(hashes, dtype=np.int64))
+            c = np.asarray(counts, dtype=np.int64)
+            if not (self.exact or sampled_only):
+                keep = sampled_keys(h, self.threshold)
+                h, c = h[keep], c[keep]
+            kept_h.append(h)
+            kept_c.append(c)
+        hashes = np.concatenate(kept_h) if kept_h else np.zeros(0, np.int64)
+        counts = np.concatenate(kept_c) if kept_c else np.zeros(0, np.int64)
+        if hashes.size == 0:
+            raise ProfileError("locality: no key to follow (the stream is empty, or a SHARDS "
+                               f"sample at rate {self.rate:g} keeps none of its keys)")
+        self.table, self.shift = key_table(hashes)
+        self.n_table = int(hashes.size)
+        self.key_class = class_of(counts).astype(np.int8)
+        n_classes = int(self.key_class.max()) + 1
+        self.class_keys = np.bincount(self.key_class, minlength=n_classes)
+        self.lows = bin_lows()
+        self.stack = np.zeros((n_classes, N_BINS), dtype=np.int64)
+        self.reuse = np.zeros((n_classes, N_BINS), dtype=np.int64)
+        self.first = np.zeros(n_classes, dtype=np.int64)
+        self.seen = 0
+        if self.exact:
+            self.state = new_stack(self.n_table)
+            self.joint = np.zeros((1, 1, 1), dtype=np.int64)
+        else:
+            self.window = 0 if sampled_only else SHARDS_WINDOW
+            self.near = np.zeros(max(self.window, 1), dtype=np.int64)
+            self.far = np.zeros((SHARDS_GROUPS, N_BINS), dtype=np.int64)
+            self.far_first = np.zeros(SHARDS_GROUPS, dtype=np.int64)
+            self.shards = new_shards(self.n_table, self.window)
+
+    def feed(self, hashes: NDArray) -> None:
+        """The next references, in stream order (64-bit key hashes)."""
+        from hotshard.profile._locality_kernels import lookup_ids, pass_chunk, shards_chunk
+
+        arr = np.asarray(hashes)
+        h = np.ascontiguousarray(arr.view(np.int64) if arr.dtype == np.uint64
+                                 else arr.astype(np.int64, copy=False))
+        if h.size == 0:
+            return
+        if self.exact:
+            ids = lookup_ids(h, self.table, self.shift)
+            if int(ids.min()) < 0:
+                raise ProfileError("locality: the stream holds a key its counts do not")
+            self.state[-1] = pass_chunk(ids, self.seen, self.key_class, self.lows,
+                                        BINS_PER_OCTAVE, 0, 1, self.stack, self.reuse,
+                                        self.first, self.joint, *self.state)
+        else:
+            sstate, wstate, whash, table, st = self.shards
+            shards_chunk(h, self.seen, self.threshold, self.table, self.shift, self.key_class,
+                         self.lows, BINS_PER_OCTAVE, self.window, self.rate, self.stack,
+                         self.reuse, self.first, self.near, self.far, self.far_first,
+                         sstate, wstate, whash, table, st)
+        self.seen += int(h.size)
+
+    def result(self) -> Locality:
+        """The section of everything fed."""
+        if self.seen == 0:
+            raise ProfileError("locality: the stream is empty")
+        lows = self.lows
+        if self.exact:
+            events = self.seen
+            sizes, hits = _curve(np.cumsum(self.stack.sum(axis=0)).astype(np.float64),
+                                 events, self.n_table, lows)
+            return Locality(self.order, events, self.n_table,
+                            _classes(self.stack, self.reuse, self.first, self.class_keys),
+                            sizes, hits)
+        events = self.events if self.sampled_only else self.seen
+        hits_upto, n_keys = self._hits(self.far.sum(axis=0), int(self.far_first.sum()),
+                                       self.rate, events)
+        if self.n_keys is not None and self.sampled_only:
+            n_keys = int(self.n_keys)
+        sizes, hits = _curve(hits_upto, events, n_keys, lows)
+        parts = []
+        for g in range(SHARDS_GROUPS):
+            if self.far[g].sum() + self.far_first[g] == 0:
+                continue
+            part, _ = self._hits(self.far[g], int(self.far_first[g]),
+                                 self.rate / SHARDS_GROUPS, events)
+            parts.append(_curve(part, events, n_keys, lows)[1])
+        error = (float((np.std(parts, axis=0, ddof=1) / math.sqrt(len(parts))).max())
+                 if len(parts) > 1 else 1.0)
+        n_classes = self.class_keys.size
+        per_class = np.rint(np.bincount(self.key_class, minlength=n_classes) * n_keys
+                            / max(self.n_table, 1)).astype(np.int64)
+        return Locality(self.order, events, n_keys,
+                        _classes(self.stack, self.reuse, self.first, per_class), sizes,
+                        np.maximum.accumulate(hits), self.rate, min(error, 1.0))
+
+    def _hits(self, far: NDArray[np.int64], far_first: int, rate: float, events: int
+              ) -> tuple[NDArray[np.float64], int]:
+        """(hits_upto, estimated keys) from the sampled references beyond the window."""
+        if self.sampled_only:
+            # SHARDS-adj: the sample should hold R of the references; a few hot keys decide
+            # how many it does, and the difference is put at the smallest distance
+            expected = events * rate
+            counted = float(far.sum() + far_first)
+            hits_upto = (np.cumsum(far).astype(np.float64) + (expected - counted)) / rate
+            return np.clip(hits_upto, 0.0, events), max(int(round(far_first / rate)), 1)
+        # hits below the window: exact, for every reference; beyond it, the window's misses
+        # (exactly known) split as the sample's misses are: by estimated distance, and first
+        # references (so the key count, exact when the window never overflows)
+        near_bins = np.bincount(_bins_of(np.arange(1, SHARDS_WINDOW + 1), self.lows),
+                                weights=self.near, minlength=N_BINS)
+        misses = events - float(self.near.sum())
+        far_total = float(far.sum() + far_first)
+        share = np.cumsum(far) / far_total if far_total > 0 else np.zeros(N_BINS)
+        hits_upto = np.cumsum(near_bins) + misses * share
+        n_keys = max(int(round(misses * far_first / far_total)) if far_total > 0 else 1, 1)
+        return hits_upto, n_keys
 
 
 def _bins_of(values: NDArray[np.int64], lows: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from hotshard.errors import ProfileError
 
 __all__ = ["DETAIL_BINS", "EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "EventDetail",
-           "WINDOWS", "Timelines", "busy_windows", "event_mask", "measure_timelines"]
+           "WINDOWS", "Timelines", "busy_windows", "event_mask", "timelines_from_fine"]
 
 WINDOWS = 12  # a year in months, a day in two-hour steps: 500 keys x 12 stay ~40 KB
 DETAIL_BINS = 10
@@ -178,47 +178,27 @@ def _details(doc: Any, counts: NDArray[np.int64], where: str) -> tuple[EventDeta
     return tuple(out)
 
 
-def measure_timelines(stream: NDArray[np.uint64], times: NDArray[np.float64],
-                      head_hashes: NDArray[np.uint64], windows: int = WINDOWS
-                      ) -> Timelines | None:
-    """Timelines of the head keys (given by their hashes, in head order) in a stream of key
-    hashes with their sorted times. None without a finite span."""
-    finite = np.isfinite(times)
-    if finite.sum() < 2:
-        return None
-    t = times[finite]
-    keys = stream[finite]
-    start, end = float(t[0]), float(t[-1])
-    if end <= start:
-        return None
-    order = np.argsort(head_hashes, kind="stable")
-    sorted_h = head_hashes[order]
-    pos = np.clip(np.searchsorted(sorted_h, keys), 0, max(sorted_h.size - 1, 0))
-    hit = sorted_h[pos] == keys
-    head_index = order[pos[hit]]
-    window = np.minimum(((t[hit] - start) / (end - start) * windows).astype(np.int64),
-                        windows - 1)
-    counts = np.bincount(head_index * windows + window,
-                         minlength=head_hashes.size * windows).reshape(-1, windows)
-    # every request in sub-windows (the event keys' detail reads them)
-    bins = windows * DETAIL_BINS
-    fine_all = np.minimum(((t - start) / (end - start) * bins).astype(np.int64), bins - 1)
-    totals_fine = np.bincount(fine_all, minlength=bins)
-    requests = totals_fine.reshape(windows, DETAIL_BINS).sum(axis=1)
-    overall = counts.sum(axis=1) / max(t.size, 1)
+def timelines_from_fine(start: float, seconds: float, fine: NDArray[np.int64],
+                        totals: NDArray[np.int64], windows: int = WINDOWS) -> Timelines:
+    """The section from its counts (``profile.time_counts`` makes them): ``fine[i, b]``, head
+    key i's requests in sub-window b (``windows`` x ``DETAIL_BINS`` of them over the span),
+    and ``totals[b]``, every request's. A window is ``DETAIL_BINS`` sub-windows, so an event's
+    detail adds up to its windows exactly."""
+    fine = np.asarray(fine, dtype=np.int64).reshape(-1, windows * DETAIL_BINS)
+    totals = np.asarray(totals, dtype=np.int64)
+    counts = fine.reshape(fine.shape[0], windows, DETAIL_BINS).sum(axis=2)
+    requests = totals.reshape(windows, DETAIL_BINS).sum(axis=1)
+    overall = counts.sum(axis=1) / max(int(totals.sum()), 1)
     hot = event_mask(counts, overall, requests)
     flagged = np.flatnonzero(hot.any(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         peak = np.nan_to_num(counts / requests[None, :]).max(axis=1)
     flagged = flagged[np.argsort(-peak[flagged], kind="stable")][:MAX_DETAILED]
     detail = []
-    fine_hit = fine_all[hit]
     for i in sorted(flagged.tolist()):
         w = np.flatnonzero(hot[i])
         first, last = max(int(w[0]) - 1, 0), min(int(w[-1]) + 1, windows - 1)
         lo, hi = first * DETAIL_BINS, (last + 1) * DETAIL_BINS
-        mine = fine_hit[head_index == i]
-        key_fine = np.bincount(mine[(mine >= lo) & (mine < hi)] - lo, minlength=hi - lo)
-        detail.append(EventDetail(int(i), first, DETAIL_BINS, key_fine.astype(np.int64),
-                                  totals_fine[lo:hi].astype(np.int64)))
-    return Timelines(start, end - start, counts.astype(np.int64), tuple(detail))
+        detail.append(EventDetail(int(i), first, DETAIL_BINS, fine[i, lo:hi].copy(),
+                                  totals[lo:hi].copy()))
+    return Timelines(float(start), float(seconds), counts, tuple(detail))

@@ -196,15 +196,14 @@ def plan_workload(
     positions = None
     made = {"seed": str(int(seed))}
     if profile is not None and order == "auto":
-        from hotshard.workload.locality_order import fits_in_memory
+        from hotshard.workload.locality_order import MAX_LOCALITY_KEYS
 
         order = "locality" if profile.locality is not None else "irm"
-        if order == "locality" and not fits_in_memory(int(events),
-                                                      chosen["*"].classes.n_keys):
+        if order == "locality" and chosen["*"].classes.n_keys > MAX_LOCALITY_KEYS:
             order = "irm"
-            notes += (f"{int(events):,} references over {chosen['*'].classes.n_keys:,} keys "
-                      "are too many to order by locality in memory: the keys are drawn "
-                      "independently (--order irm)",)
+            notes += (f"{chosen['*'].classes.n_keys:,} keys are more than the locality order "
+                      f"follows ({MAX_LOCALITY_KEYS:,}): the keys are drawn independently "
+                      "(--order irm)",)
         elif profile.locality is None:
             notes += ("the profile has no locality section (made before it existed, or from "
                       "counts): the keys are drawn independently (--order irm), so their "
@@ -213,12 +212,16 @@ def plan_workload(
         if profile is None or profile.locality is None:
             raise InputError("--order locality needs a profile with a locality section "
                              "(hotshard profile of event rows writes one)")
-        from hotshard.workload.locality_order import profile_positions
+        from hotshard.workload.locality_order import profile_order
+        from hotshard.workload.locality_stream import StreamedPositions
 
         # the correction pulls distances toward production's, which a rescaled key space
-        # no longer has: there the reuse times alone
-        positions = profile_positions(profile, chosen["*"], int(events), int(seed),
-                                      rescaled=keys is not None, shaped=shaped)
+        # no longer has: there the reuse times alone. The order is made window by window
+        # as the chunks are written (bounded memory, any length)
+        sampler, rescaled = chosen["*"], keys is not None
+        positions = StreamedPositions(
+            lambda: profile_order(profile, sampler, int(events), int(seed), rescaled=rescaled,
+                                  shaped=shaped), int(events))
     if profile is not None:
         made["arrivals"] = "profile" if shaped else "poisson"
         made["order"] = "irm" if order == "auto" else order

@@ -34,7 +34,8 @@ from hotshard.profile.locality import N_BINS, Locality, bin_bounds, class_of
 from hotshard.workload._sorting import sort_run
 
 __all__ = ["MAX_LOCALITY_EVENTS", "MAX_LOCALITY_KEYS", "even_counts", "fits_in_memory",
-           "head_warp", "key_counts", "locality_positions"]
+           "head_warp", "key_counts", "locality_positions", "locality_stream", "profile_order",
+           "profile_positions"]
 
 # A head key follows its own timeline when it differs from the run's shape by more than this
 # (total variation distance): an event channel, hot for a few windows; the others already
@@ -45,10 +46,15 @@ TIMELINE_TV = 0.25
 # carry; laying each out by its own timeline was measured to cost cache fidelity (cloudphysics:
 # FIFO at 20% of keys 0.262 against the trace's 0.287)
 TIMELINE_SHARE = 0.01
-# The order is built whole in memory (24 bytes a reference, 16 a key): beyond these, generate
-# falls back to independent draws and says so.
+# A key list held whole in memory (drive, simulate) takes 8 bytes a reference: at most this
+# many; generate streams the order (``locality_stream``) and has no such bound. Keys: the
+# order's per-key state (~80 bytes a key, runs included).
 MAX_LOCALITY_EVENTS = 400_000_000
-MAX_LOCALITY_KEYS = 100_000_000
+MAX_LOCALITY_KEYS = 30_000_000
+# The correction (``_corrected``) counts how a first stream turns reuse times into distances:
+# the run itself up to this many references, else a run of this many of the same profile
+# (reuse times beyond its length keep their measured weights)
+CORRECTION_PREFIX = 100_000_000
 # The correction counts the distances of about this many references of its first stream (an
 # even sample of the references, so of P(distance | reuse time)): the step's ratios then have
 # a relative noise under 1% wherever a bin holds 1/200 of a class, and a long stream's pass
@@ -123,32 +129,6 @@ def _rows_for(classes: NDArray[np.int64], measured: NDArray[np.int64]) -> NDArra
 _GUIDE = 1024   # guide-table entries per reuse-time CDF
 
 
-@njit(cache=True, inline="always")
-def _uniform(state: np.ndarray) -> float:
-    """A uniform draw in [0, 1) from a splitmix64 stream (``state``: one uint64)."""
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@njit(cache=True, inline="always")
-def _two_uniforms(state: np.ndarray) -> tuple[float, float]:
-    """Two uniform draws in [0, 1) of 32 bits each from one splitmix64 step: a reuse time
-    needs two (its bin, then its place in the bin), and 32 bits resolve both (a guide table
-    of 1,024 entries; bins narrower than 2^32 references)."""
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    scale = 1.0 / 4294967296.0
-    return (np.float64(z >> np.uint64(32)) * scale,
-            np.float64(z & np.uint64(0xFFFFFFFF)) * scale)
-
-
 @njit(cache=True)
 def _guides(cdf: np.ndarray) -> np.ndarray:
     """Per CDF row, the first bin whose CDF exceeds g / _GUIDE, for each g: a draw starts
@@ -165,66 +145,6 @@ def _guides(cdf: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _advance(t: float, r: int, span: float, stretch: float, cdf: np.ndarray,
-             guide: np.ndarray, lo: np.ndarray, width: np.ndarray, state: np.ndarray) -> float:
-    """The instant of a key's next reference after ``t``: a reuse time g from its class's
-    CDF (row ``r``) as a gap of (g - 1) x ``stretch`` units, plus 1e-6 so a key re-read at
-    once still follows itself; or a uniform instant in ``span`` when the class measured none
-    (r < 0). The g - 1 references between are the other keys': at one reference a unit,
-    a key with a share p of them sees 1 - p of another key's a unit, so stretch = 1 / (1 - p)
-    (else a key with a tenth of the stream would cover only nine tenths of the circle)."""
-    if r < 0:
-        return _uniform(state) * span
-    u, v = _two_uniforms(state)
-    b = guide[r, int(u * _GUIDE)]
-    while b < cdf.shape[1] - 1 and cdf[r, b] <= u:
-        b += 1
-    gap = lo[b] + np.floor(v * width[b])   # drawn even for a width of 1:
-    return t + (gap - 1.0) * stretch + 1e-6  # no branch to mispredict
-
-
-@njit(cache=True)
-def _own_instants(out: np.ndarray, j: int, k: int, c: int, r: int, u: np.ndarray,
-                  warp_y: np.ndarray, n: int, cdf: np.ndarray, guide: np.ndarray,
-                  lo: np.ndarray, width: np.ndarray, state: np.ndarray, frac_bits: int,
-                  owner_bits: int) -> int:
-    """A key with a timeline of its own (an event's channel, cumulative shares ``u`` at the
-    window edges): each window gets its share of the key's ``c`` requests (largest
-    remainder), laid out inside the window's part of the run by the class's reuse times,
-    wrapping inside the window. Writes from out[j]; returns the next j."""
-    windows = u.size - 1
-    here = np.zeros(windows, dtype=np.int64)
-    rem = np.zeros(windows, dtype=np.float64)
-    left = c
-    for w in range(windows):
-        share = u[w + 1] - u[w]
-        here[w] = int(np.floor(c * share))
-        rem[w] = c * share - here[w]
-        left -= here[w]
-    while left > 0:
-        best = np.argmax(rem)
-        here[best] += 1
-        rem[best] = -1.0
-        left -= 1
-    one = float(1 << frac_bits)
-    top = (n << frac_bits) - 1
-    for w in range(windows):
-        a = warp_y[w] * n
-        length = warp_y[w + 1] * n - a
-        if here[w] == 0:
-            continue
-        t = _uniform(state) * length
-        stretch = length / (length - here[w]) if here[w] < length else 1.0
-        for i in range(here[w]):
-            if i > 0:
-                t = _advance(t, r, length, stretch, cdf, guide, lo, width, state)
-            at = a + (t % length if length > 0 else 0.0)
-            out[j] = (min(np.int64(at * one), top) << owner_bits) | k
-            j += 1
-    return j
-
-
-@njit(cache=True, inline="always")
 def _warp(u: float, knots: np.ndarray, row: int, y: np.ndarray) -> float:
     """Fraction ``u`` of a key's circle moved to its fraction of the run: piecewise linear
     from knots[row] (at the window edges) to ``y``."""
@@ -235,82 +155,6 @@ def _warp(u: float, knots: np.ndarray, row: int, y: np.ndarray) -> float:
     span = knots[row, seg + 1] - knots[row, seg]
     frac = (u - knots[row, seg]) / span if span > 0 else 0.0
     return y[seg] + frac * (y[seg + 1] - y[seg])
-
-
-@njit(cache=True)
-def _instants(counts: np.ndarray, row: np.ndarray, cdf: np.ndarray, lo: np.ndarray,
-              width: np.ndarray, seed: int, warp_u: np.ndarray, warp_y: np.ndarray,
-              warp_row: np.ndarray, frac_bits: int, owner_bits: int, out: np.ndarray
-              ) -> np.ndarray:
-    """Every reference as one int64 (>= 0), its instant in fixed point (``frac_bits`` below
-    the unit) above its key's position (``owner_bits``): sorting these sorts the stream,
-    ties (a 2^-frac_bits of a unit) by key. Each key's references lie on a circle of the
-    stream's length, one reference per unit of time on average: a uniform first instant,
-    then gaps from its row's CDF (``_advance``). With timelines (``warp_u`` rows), a head key
-    of its own row follows it (``_own_instants``) and every other key fills what they leave
-    of each window: an instant at fraction u of the circle moves to fraction y of the run
-    (``_warp`` by the last row's knots)."""
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = np.uint64(seed)
-    guide = _guides(cdf)
-    n = 0
-    for k in range(counts.size):
-        n += counts[k]
-    one = float(1 << frac_bits)
-    top = (n << frac_bits) - 1
-    j = 0
-    rest = warp_u.shape[0] - 1  # the row of every key that follows no timeline of its own
-    for k in range(counts.size):
-        c = counts[k]
-        r = row[k]
-        if k < warp_row.size and warp_row[k] >= 0:
-            j = _own_instants(out, j, k, c, r, warp_u[warp_row[k]], warp_y, n, cdf, guide,
-                              lo, width, state, frac_bits, owner_bits)
-            continue
-        t = _uniform(state) * n
-        stretch = n / (n - c) if c < n else 1.0
-        for i in range(c):
-            if i > 0:
-                t = _advance(t, r, n, stretch, cdf, guide, lo, width, state)
-                if t >= n:
-                    t -= n * np.floor(t / n)
-            out[j] = (min(np.int64(t * one), top) << owner_bits) | k
-            j += 1
-    if rest >= 0:   # a pass of its own: in the loop above, the warp halves its speed
-        mask = (1 << owner_bits) - 1
-        for q in range(n):
-            k = out[q] & mask
-            if k < warp_row.size and warp_row[k] >= 0:
-                continue
-            at = _warp((out[q] >> owner_bits) / one / n, warp_u, rest, warp_y) * n
-            out[q] = (min(np.int64(at * one), top) << owner_bits) | k
-    return out
-
-
-def _renewal_order(counts: NDArray[np.int64], row: NDArray[np.int64], cdf: NDArray,
-                   lo: NDArray, width: NDArray, seed: int, warp_u: NDArray, warp_y: NDArray,
-                   warp_row: NDArray[np.int64], buffers: tuple[NDArray, NDArray] | None = None
-                   ) -> NDArray[np.int64]:
-    """Key positions in stream order: every reference's instant (``_instants``) sorted.
-    ``buffers``: two int64 arrays of the stream's length to work in (the first comes back
-    as the result), so a second order made after a first does not fault in fresh pages.
-
-    A reuse time of g references is a gap of g - 1 units: the other references that fall in
-    it number g - 1 on average, and a key re-read at once (g = 1) follows itself directly,
-    as a burst of reads of one key does in production."""
-    n = int(np.sum(counts))
-    owner_bits = max(int(counts.size - 1).bit_length(), 1)
-    frac_bits = 63 - owner_bits - max(n.bit_length(), 1)   # int64: the sign bit unused
-    if frac_bits < 4:
-        raise InputError(f"ordering {n:,} references over {counts.size:,} keys by locality "
-                         "needs more than 64 bits a reference")
-    frac_bits = min(frac_bits, 30)
-    if buffers is None:
-        buffers = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-    packed = _instants(np.asarray(counts, dtype=np.int64), row, cdf, lo, width, int(seed),
-                       warp_u, warp_y, warp_row, frac_bits, owner_bits, buffers[0])
-    value_bits = max(n.bit_length(), 1) + frac_bits + owner_bits
-    return _bucket_sorted_owners(packed, value_bits, owner_bits, buffers[1])
 
 
 _BUCKET_FILL = 2   # references per bucket on average; insertion sort finishes each bucket
@@ -374,25 +218,38 @@ def _bucket_sorted_owners(packed: np.ndarray, value_bits: int, owner_bits: int,
     return packed
 
 
-def _corrected(cdf: NDArray[np.float64], positions: NDArray[np.int64],
-               counts: NDArray[np.int64], rows: NDArray[np.int64],
-               measured: NDArray[np.int64], locality: Locality) -> NDArray[np.float64]:
+def _corrected(cdf: NDArray[np.float64], stream, n_refs: int, counts: NDArray[np.int64],
+               rows: NDArray[np.int64], measured: NDArray[np.int64],
+               locality: Locality) -> NDArray[np.float64]:
     """Reuse-time CDFs reweighted so the next stream's stack distances come closer to the
-    profile's, class by class: how this stream turned each reuse-time bin into distances
-    (the joint histogram P(s | r)) is kept, and each bin's weight is multiplied by the mean,
-    over the distances it produced, of target / produced (one Richardson-Lucy step). Per-key
-    reuse times cannot see that in production many keys' reuses move together (a scan
-    re-reads a range of blocks); this step folds what that does to distances back in."""
-    from hotshard.profile._locality_kernels import joint_pass
+    profile's, class by class: how the first ``n_refs`` references of ``stream`` (a
+    ``LocalityStream``) turned each reuse-time bin into distances (the joint histogram
+    P(s | r), counted on an even sample of them) is kept, and each bin's weight is multiplied
+    by the mean, over the distances it produced, of target / produced (one Richardson-Lucy
+    step). Per-key reuse times cannot see that in production many keys' reuses move together
+    (a scan re-reads a range of blocks); this step folds what that does to distances back
+    in."""
+    from hotshard.profile._locality_kernels import new_stack, pass_chunk
     from hotshard.profile.locality import BINS_PER_OCTAVE, bin_lows
 
     lows = bin_lows()
     key_rows = np.where(rows < 0, measured.size, rows)
-    used = int(np.searchsorted(lows, max(positions.size, 1), side="right"))  # bins in use
+    used = int(np.searchsorted(lows, max(n_refs, 1), side="right"))  # bins in use
+    counted = np.zeros((measured.size + 1, used, used), dtype=np.int64)
+    state = new_stack(counts.size)
+    every = -(-n_refs // JOINT_COUNTED)
+    empty = np.zeros((1, 1), dtype=np.int64)
+    first = np.zeros(measured.size + 1, dtype=np.int64)
+    done = 0
+    while done < n_refs:
+        ids = stream.take(min(1 << 22, n_refs - done))
+        if ids.size == 0:
+            break
+        state[-1] = pass_chunk(ids, done, key_rows, lows, BINS_PER_OCTAVE, used, every, empty,
+                               empty, first, counted, *state)
+        done += ids.size
     joint = np.zeros((measured.size + 1, N_BINS, N_BINS))
-    joint[:, :used, :used] = joint_pass(positions, counts.size, key_rows, measured.size + 1,
-                                        used, lows, BINS_PER_OCTAVE,
-                                        every=-(-positions.size // JOINT_COUNTED))
+    joint[:, :used, :used] = counted
     targets = {c.cls: c for c in locality.classes}
     out = cdf.copy()
     for i, cls in enumerate(measured.tolist()):
@@ -413,33 +270,30 @@ def _corrected(cdf: NDArray[np.float64], positions: NDArray[np.int64],
     return out
 
 
-def locality_positions(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
-                       events: int, locality: Locality, profile_events: float,
-                       seed: int, *, corrections: int = 1,
-                       timeline: tuple[NDArray, NDArray] | None = None) -> NDArray[np.int64]:
-    """Key positions (as ``ClassSampler`` numbers them) of a ``events``-long stream ordered
-    by ``locality``. ``profile_events`` is the stream the locality was measured on: a key's
-    class is that of its count at that scale (its share of traffic), and reuse times, in
-    references, are kept as measured (a key's share, and so its rate in references, is kept).
-    ``corrections``: how many times the stream is made again with its reuse times
-    reweighted toward the profile's stack distances (``_corrected``); one step closes most
-    of the gap, a second overshoots on scan-heavy traces (measured on cloudphysics).
-    ``timeline``: (u, y) knots per head key (the first positions) and one last row for every
-    other key: a reference at fraction u of the key's circle is moved to fraction y of the
-    run, so a head key's references follow its timeline and the rest fill what the head
-    leaves of each window (``head_warp``).
+def locality_stream(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
+                    events: int, locality: Locality, profile_events: float,
+                    seed: int, *, corrections: int = 1,
+                    timeline: tuple[NDArray, NDArray] | None = None):
+    """The order of an ``events``-long stream by ``locality``, as a ``LocalityStream`` that
+    makes it window by window (``take(n)``: the next n key positions, as ``ClassSampler``
+    numbers them), in memory that does not grow with ``events``. ``profile_events`` is the
+    stream the locality was measured on: a key's class is that of its count at that scale
+    (its share of traffic), and reuse times, in references, are kept as measured (a key's
+    share, and so its rate in references, is kept). ``corrections``: how many times the
+    stream is made again with its reuse times reweighted toward the profile's stack
+    distances (``_corrected``; on a run of ``CORRECTION_PREFIX`` references when this one is
+    longer); one step closes most of the gap, a second overshoots on scan-heavy traces
+    (measured on cloudphysics). ``timeline``: (u, y) knots per head key (the first
+    positions) and one last row for every other key: a reference at fraction u of the key's
+    circle is moved to fraction y of the run, so a head key's references follow its timeline
+    and the rest fill what the head leaves of each window (``head_warp``)."""
+    from hotshard.workload.locality_stream import LocalityStream
 
-    Raises
-    ------
-    InputError
-        More references or keys than one process can order in memory.
-    """
     n_keys = int(np.sum(sizes))
-    if not fits_in_memory(events, n_keys):
-        raise InputError(f"ordering {events:,} references over {n_keys:,} keys by locality "
-                         f"needs them all in memory (at most {MAX_LOCALITY_EVENTS:,} "
-                         f"references and {MAX_LOCALITY_KEYS:,} keys): generate fewer, or "
-                         "give --order irm")
+    if n_keys > MAX_LOCALITY_KEYS:
+        raise InputError(f"ordering references over {n_keys:,} keys by locality needs "
+                         f"{MAX_LOCALITY_KEYS:,} keys at most (per-key state): generate with "
+                         "fewer keys (--keys), or give --order irm")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x10CA1,)))
     counts = key_counts(key_weight, sizes, events, rng)
     scale = profile_events / max(events, 1)
@@ -452,18 +306,49 @@ def locality_positions(key_weight: NDArray[np.float64], sizes: NDArray[np.int64]
         warp_u, warp_y, warp_row = np.zeros((0, 2)), np.zeros(2), np.zeros(0, dtype=np.int64)
     else:
         warp_u, warp_y, warp_row = _with_rest(*timeline, counts)
-    warp_u = np.ascontiguousarray(warp_u, dtype=np.float64)
-    warp_y = np.ascontiguousarray(warp_y, dtype=np.float64)
-    spare = np.empty(int(counts.sum()), dtype=np.int64)
-    positions = _renewal_order(counts, rows, cdf, lo, hi - lo, int(rng.integers(0, 2**31 - 1)),
-                               warp_u, warp_y, warp_row, (np.empty_like(spare), spare))
+
+    def made(table: NDArray[np.float64], counts=counts, rows=rows, warp_row=warp_row):
+        return LocalityStream(counts, rows, table, lo, hi - lo,
+                              int(rng.integers(0, 2**31 - 1)), warp_u, warp_y, warp_row)
+
     for _ in range(corrections if measured.size else 0):
-        cdf = np.ascontiguousarray(_corrected(cdf, positions, counts, rows, measured,
+        # measured on the run itself, or on a run of CORRECTION_PREFIX references of the
+        # same profile (its keys' counts at that length, their classes the same scale's)
+        short = min(int(events), CORRECTION_PREFIX)
+        if short == int(events):
+            first = made(cdf)
+            c_short, r_short = counts, rows
+        else:
+            c_short = key_counts(key_weight, sizes, short, rng)
+            r_short = _rows_for(class_of(np.rint(c_short * (profile_events / short))),
+                                measured)
+            w_row = (np.zeros(0, dtype=np.int64) if timeline is None
+                     else _with_rest(*timeline, c_short)[2])
+            first = made(cdf, c_short, r_short, w_row)
+        cdf = np.ascontiguousarray(_corrected(cdf, first, short, c_short, r_short, measured,
                                               locality))
-        positions = _renewal_order(counts, rows, cdf, lo, hi - lo,
-                                   int(rng.integers(0, 2**31 - 1)), warp_u, warp_y, warp_row,
-                                   (positions, spare))
-    return positions
+    return made(cdf)
+
+
+def locality_positions(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
+                       events: int, locality: Locality, profile_events: float,
+                       seed: int, *, corrections: int = 1,
+                       timeline: tuple[NDArray, NDArray] | None = None) -> NDArray[np.int64]:
+    """The whole order of ``locality_stream`` as one array (for runs held in memory: drive's
+    and simulate's key lists).
+
+    Raises
+    ------
+    InputError
+        More references or keys than one process holds in memory.
+    """
+    n_keys = int(np.sum(sizes))
+    if not fits_in_memory(events, n_keys):
+        raise InputError(f"ordering {events:,} references over {n_keys:,} keys by locality "
+                         f"in memory takes at most {MAX_LOCALITY_EVENTS:,} references and "
+                         f"{MAX_LOCALITY_KEYS:,} keys: use fewer, or give --order irm")
+    return locality_stream(key_weight, sizes, events, locality, profile_events, seed,
+                           corrections=corrections, timeline=timeline).take(int(events))
 
 
 def _with_rest(u: NDArray[np.float64], y: NDArray[np.float64], counts: NDArray[np.int64]
@@ -502,19 +387,31 @@ def head_warp(timelines, arrivals) -> tuple[NDArray[np.float64], NDArray[np.floa
     return u, np.interp(edges * timelines.seconds, bin_edges, cum)
 
 
-def profile_positions(profile, sampler, events: int, seed: int, *, rescaled: bool = False,
-                      shaped: bool = False) -> NDArray[np.int64]:
-    """Key positions of an ``events``-long stream in the locality order of ``profile`` (which
-    must have a locality section), for ``sampler`` = ``from_profile(profile)``: the one recipe
-    of ``generate --order locality`` and ``drive --order locality``. Head keys follow their
-    timelines when the profile has them; ``shaped``: the run's arrivals follow the profile's
-    per-minute shape (else the run is even in time, and a timeline's windows are even too).
-    ``rescaled``: the key space was scaled (``--keys``), where the correction toward
-    production's stack distances no longer applies."""
+def profile_order(profile, sampler, events: int, seed: int, *, rescaled: bool = False,
+                  shaped: bool = False):
+    """The locality order of an ``events``-long stream of ``profile`` (which must have a
+    locality section), for ``sampler`` = ``from_profile(profile)``, as a ``LocalityStream``:
+    the one recipe of ``generate --order locality`` and ``drive --order locality``. Head keys
+    follow their timelines when the profile has them; ``shaped``: the run's arrivals follow
+    the profile's per-minute shape (else the run is even in time, and a timeline's windows
+    are even too). ``rescaled``: the key space was scaled (``--keys``), where the correction
+    toward production's stack distances no longer applies."""
     timeline = None
     if profile.timelines is not None:
         timeline = head_warp(profile.timelines, profile.arrivals if shaped else None)
     classes = sampler.classes
-    return locality_positions(classes.key_weight, classes.sizes, int(events), profile.locality,
-                              float(profile.locality.events), int(seed),
-                              corrections=0 if rescaled else 1, timeline=timeline)
+    return locality_stream(classes.key_weight, classes.sizes, int(events), profile.locality,
+                           float(profile.locality.events), int(seed),
+                           corrections=0 if rescaled else 1, timeline=timeline)
+
+
+def profile_positions(profile, sampler, events: int, seed: int, *, rescaled: bool = False,
+                      shaped: bool = False) -> NDArray[np.int64]:
+    """``profile_order`` whole, as one array (a run held in memory; ``fits_in_memory``)."""
+    n_keys = int(sampler.classes.n_keys)
+    if not fits_in_memory(int(events), n_keys):
+        raise InputError(f"ordering {int(events):,} references over {n_keys:,} keys by "
+                         f"locality in memory takes at most {MAX_LOCALITY_EVENTS:,} references "
+                         f"and {MAX_LOCALITY_KEYS:,} keys: use fewer, or give --order irm")
+    return profile_order(profile, sampler, events, seed, rescaled=rescaled,
+                         shaped=shaped).take(int(events))

@@ -60,7 +60,8 @@ class GenerationPlan:
     # (op names, cumulative op probabilities per head key, of a tail key): the operation is
     # chosen after the key (profile_sampler.op_mix_by_key); None: independent of the key
     op_mix: tuple | None = None
-    # the whole run's key positions in stream order (workload.locality_order), made once;
+    # the run's key positions in stream order (workload.locality_stream.StreamedPositions:
+    # sliced by rows, made window by window as chunks ask), made once;
     # None: independent draws, chunk by chunk
     positions: np.ndarray | None = None
 
@@ -394,7 +395,9 @@ def estimate_output_bytes(plan: GenerationPlan, fmt: str) -> float:
     import io
 
     rows = min(plan.events, SIZE_SAMPLE_ROWS)
-    sample = make_chunk(dataclasses.replace(plan, events=rows, chunk_rows=rows), 0)
+    # keys drawn, not read from the run's order (made once, forward, as the run is written)
+    sample = make_chunk(dataclasses.replace(plan, events=rows, chunk_rows=rows,
+                                            positions=None), 0)
     buffer = io.BytesIO()
     write, close = _open_writer(fmt, buffer, sample)
     write(sample)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 
 import numpy as np
@@ -72,11 +73,30 @@ class _Session:
         # range below 2^22, DuckDB then aggregates into a perfect hash table (no hashing, no
         # probing): ~1.7x faster on 100 M events here; other inputs are unaffected.
         self.con.execute(f"SET perfect_ht_threshold = {_PERFECT_HT_BITS}")
+        if spec.memory_limit:
+            try:
+                self.con.execute(f"SET memory_limit = {_lit(spec.memory_limit)}")
+            except duckdb.Error as exc:
+                self.close()
+                raise InputError(f"memory limit {spec.memory_limit!r}: {_first_line(exc)} "
+                                 "(give a size such as 2GB or 512MB)") from None
         self.options = ""  # extra reader options (column types), set once columns are known
         self.source = source_sql(spec.fmt, spec.files)
 
     def close(self) -> None:
-        self.con.close()
+        """Close the connection and remove the spill directory, also when a query still runs
+        in a thread (an interrupt or error met the main thread mid-query): the query is
+        interrupted, and the close waits for it to stop (a few seconds at most)."""
+        import time
+
+        with contextlib.suppress(self.duckdb.Error):
+            self.con.interrupt()
+        for _ in range(200):
+            try:
+                self.con.close()
+                break
+            except self.duckdb.Error:
+                time.sleep(0.025)
         self.tmp.cleanup()
 
     def sql(self, query: str, stage: str | None = None):
@@ -208,6 +228,7 @@ def _check_counts(s: _Session, value: str, types: dict[str, str]) -> None:
 def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
     """Count events per key (and per op) with DuckDB; only aggregates leave the engine."""
     s = _Session(spec, progress)
+    job = None
     try:
         types = _check_columns(s)
         n_expr = "count(*)"
@@ -222,12 +243,12 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
             s.sql(f"CREATE TEMP TABLE kco AS SELECT CAST({_q(spec.op)} AS VARCHAR) AS o, "
                   f"{key} AS k, {n_expr} AS n, count(*) AS r FROM {s.source} GROUP BY ALL",
                   stage="counting events per key and op")
-            s.sql("CREATE TEMP TABLE kc_all AS SELECT k, sum(n) AS n, sum(r) AS r "
+            s.sql("CREATE TABLE kc_all AS SELECT k, sum(n) AS n, sum(r) AS r "
                   "FROM kco GROUP BY k")
         else:
             # with event rows, rows per key == events per key: no second aggregate needed
             rows_expr = "r" if spec.counts else "n"
-            s.sql(f"CREATE TEMP TABLE kc_all AS SELECT k, n, {rows_expr} AS r FROM (SELECT "
+            s.sql(f"CREATE TABLE kc_all AS SELECT k, n, {rows_expr} AS r FROM (SELECT "
                   f"{key} AS k, {n_expr} AS n{', count(*) AS r' if spec.counts else ''} "
                   f"FROM {s.source} GROUP BY ALL)", stage="counting events per key")
         rows, null_keys, top_key, top_n = s.sql(
@@ -237,6 +258,9 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         if spec.counts:
             check_key_total(spec.counts, top_key, top_n)
         overall = _dist(s, "kc_all", "k IS NOT NULL AND n > 0")
+        # the locality pass, on a core of its own beside the aggregations that follow
+        if spec.locality and not spec.counts and rows - null_keys > 0:
+            job = _LocalityJob(s, key, types, int(rows - null_keys))
         operations = {}
         if spec.op:
             ops = [r[0] for r in s.sql("SELECT DISTINCT o FROM kco WHERE k IS NOT NULL AND "
@@ -250,14 +274,15 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
                          stage="payload-size quantiles").fetchone()[0]
             if vals is not None:
                 sizes = {str(q): float(v) for q, v in zip(SIZE_QUANTILES, vals, strict=True)}
-        second_counts = window = None
+        second_counts = window = span = None
         if spec.time:
-            second_counts, window = _per_second(s, types[spec.time])
+            second_counts, window, span = _per_second(s, types[spec.time], key)
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
-        locality = arrivals = None
-        timelines = None
-        if (spec.locality or spec.time) and not spec.counts:
-            locality, arrivals, timelines = _ordered_stream(s, key, types, overall.head_keys)
+        locality = arrivals = timelines = None
+        if spec.time and not spec.counts:
+            arrivals, timelines = _time_sections(s, key, types, overall.head_keys, span)
+        if job is not None:
+            locality = job.wait()
         placement = {}
         if spec.placements:
             placement = accumulate_placement(_key_batches(s), overall.head_keys,
@@ -267,6 +292,8 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
                          second_counts=second_counts, window=window, placement=placement,
                          locality=locality, arrivals=arrivals, timelines=timelines)
     finally:
+        if job is not None:
+            job.cancel()  # an error or interrupt above: the pass stops before the session
         s.close()
 
 
@@ -287,74 +314,162 @@ def _temp_table(con, name: str, columns: dict) -> None:
         con.unregister(view)
 
 
-def _head_hashes(s: _Session, head_keys: list[str]) -> np.ndarray:
-    """DuckDB's hash of each head key, as the stream's hashes are made (head order)."""
-    _temp_table(s.con, "head_names", {"i": np.arange(len(head_keys), dtype=np.int64),
-                                      "name": [str(k) for k in head_keys]})
-    rows = s.sql("SELECT i, hash(k) FROM kc_all JOIN head_names ON CAST(k AS VARCHAR) = name "
-                 "ORDER BY i").fetchall()
-    out = np.zeros(len(head_keys), dtype=np.uint64)
-    for i, h in rows:
-        out[i] = h
-    return out
+class _Runner:
+    """``time_counts.SqlRunner`` on a session: its errors are the session's one-line ones,
+    and each statement reports the query's progress under ``stage``."""
+
+    def __init__(self, s: _Session, stage: str):
+        self.s, self.stage = s, stage
+
+    def materialize(self, name: str, query: str) -> None:
+        self.s.sql(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}", stage=self.stage)
+
+    def rows(self, query: str) -> list[tuple]:
+        return self.s.sql(query, stage=self.stage).fetchall()
 
 
-def _ordered_stream(s: _Session, key: str, types: dict[str, str], head_keys: list[str]):
-    """(locality section, arrivals section) of the stream: every event's key hash in input
-    order (the --time column's, stably: events at one instant keep their file order) through
-    the stack pass, and the sorted times through the arrival summary. Only 64-bit hashes and
-    times leave the engine, and only aggregates are kept."""
-    from hotshard.profile.arrivals import measure_arrivals
-    from hotshard.profile.locality import measure_locality
+def _time_sections(s: _Session, key: str, types: dict[str, str], head_keys: list[str],
+                   span: tuple[float, float] | None):
+    """(arrivals, timelines): counts in windows, as ``profile.time_counts`` defines them,
+    aggregated inside DuckDB (out of core); a few thousand numbers come out. ``span``: the
+    first and last time of the keyed requests (``_per_second`` found them)."""
+    from hotshard.profile.time_counts import EVENTS, time_sections
+    from hotshard.profile.time_units import timestamp_tick
 
-    s.sql("SET preserve_insertion_order = true")  # file order is the stream's order
-    spec = s.spec
-    columns = f"hash({key}) AS h"
-    if spec.time:
-        columns += f", {_time_seconds(s, types[spec.time])} AS t"
-    query = f"SELECT {columns} FROM {s.source} WHERE {key} IS NOT NULL"
-    hashes, times = [], []
-    try:
-        reader = s.con.sql(query).to_arrow_reader(1 << 20)
-    except s.duckdb.Error as exc:
-        raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
-                         f"{_first_line(exc)}") from None
+    if span is None:
+        return None, None
+    t = _time_seconds(s, types[s.spec.time])
+    s.sql(f"CREATE OR REPLACE TEMP VIEW {EVENTS} AS SELECT k, t FROM (SELECT {key} AS k, "
+          f"{t} AS t FROM {s.source}) WHERE k IS NOT NULL AND isfinite(t)")
+    sample = s.sql(f"SELECT t FROM {EVENTS} LIMIT 100000").fetchnumpy()["t"]
+    tick = timestamp_tick(np.asarray(sample, dtype=np.float64))
+    head = None
+    if head_keys:
+        _temp_table(s.con, "head_names", {"i": np.arange(len(head_keys), dtype=np.int64),
+                                          "name": [str(k) for k in head_keys]})
+        s.sql("CREATE OR REPLACE TEMP TABLE hs_head AS SELECT k, i FROM kc_all JOIN head_names "
+              "ON CAST(k AS VARCHAR) = name")
+        head = "hs_head"
+    return time_sections(_Runner(s, "measuring arrivals and timelines"), *span, tick, head,
+                         len(head_keys))
 
-    def read() -> None:
-        for batch in reader:
-            hashes.append(batch.column(0).to_numpy(zero_copy_only=False))
+
+class _OutOfOrder(Exception):
+    """The input's rows are not in time order: the stream must be sorted."""
+
+
+class _Stopped(Exception):
+    """The locality pass was cancelled (the profile failed or was interrupted)."""
+
+
+class _LocalityJob:
+    """The locality section of the key stream in time order (``--time``; events at one
+    instant in file order), or file order, measured in a thread of its own on a cursor of
+    the session while the main thread runs the other aggregations (the pass is one core's
+    work; DuckDB's scans take the other). 64-bit key hashes stream out of DuckDB in batches
+    into ``StreamLocality``, which holds only per-key state. A file already in time order (a
+    log usually is) is read as it lies; otherwise DuckDB sorts it, out of core."""
+
+    def __init__(self, s: _Session, key: str, types: dict[str, str], events: int):
+        from hotshard._threads import Background
+
+        self.s, self.events, self.done = s, events, 0
+        self.sorting = self.stopped = False
+        stream = f"SELECT {key} AS k"
+        if s.spec.time:  # made here: the expression may query the main connection
+            stream += f", {_time_seconds(s, types[s.spec.time])} AS t"
+        self.stream = f"{stream} FROM {s.source}"
+        self.con = s.con.cursor()
+        # the pass is one core's work: DuckDB keeps the others while it runs (on two cores,
+        # its aggregations on one, the stream's scan and the pass on the other)
+        self.threads = int(s.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        s.con.execute(f"SET threads = {max(self.threads - 1, 1)}")
+        self.job = Background(self._measure)
+
+    def cancel(self) -> None:
+        """Stop the pass (its query interrupted, its loop told) and wait for its thread, so
+        the session can close under it; a finished pass is left as it is."""
+        self.stopped = True
+        with contextlib.suppress(self.s.duckdb.Error):
+            self.con.interrupt()
+        self.job.finish()
+        with contextlib.suppress(self.s.duckdb.Error):
+            self.con.close()
+
+    def wait(self):
+        """The section, reporting the pass's progress while it is not done."""
+        stage = ("measuring locality (the input is not in time order: sorted out of core)"
+                 if self.sorting else "measuring locality")
+
+        def tick(_elapsed: float) -> None:
+            if self.s.progress:
+                self.s.progress(stage, self.done / max(self.events, 1))
+
+        value = self.job.wait(tick)
+        self.s.con.execute(f"SET threads = {self.threads}")
+        if self.s.progress:
+            self.s.progress(stage, 1.0)
+        return value
+
+    def _measure(self):
+        from hotshard.profile.locality import StreamLocality
+
+        spec = self.s.spec
+        con = self.con
+        try:
+            con.execute("SET preserve_insertion_order = true")  # file order: the stream's
+            n_keys = int(con.execute("SELECT count(*) FROM kc_all WHERE k IS NOT NULL AND "
+                                     "n > 0").fetchall()[0][0])
+            order = f"time:{spec.time}" if spec.time else "file"
+
+            def fresh():
+                return StreamLocality(self._key_batches(), events=self.events, order=order,
+                                      n_keys=n_keys)
+
             if spec.time:
-                times.append(batch.column(1).to_numpy(zero_copy_only=False))
+                try:
+                    return self._feed(f"SELECT hash(k), t FROM ({self.stream}) WHERE k IS NOT "
+                                      "NULL", fresh(), check=True)
+                except _OutOfOrder:
+                    self.sorting, self.done = True, 0
+                query = (f"SELECT h FROM (SELECT hash(k) AS h, t, row_number() OVER () AS rn "
+                         f"FROM ({self.stream}) WHERE k IS NOT NULL) ORDER BY t NULLS LAST, rn")
+            else:
+                query = f"SELECT hash(k) FROM ({self.stream}) WHERE k IS NOT NULL"
+            return self._feed(query, fresh(), check=False)
+        except self.s.duckdb.Error as exc:
+            raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
+                             f"{_first_line(exc)}") from None
 
-    # these steps hold the thread in numpy and compiled kernels: reported as they go (and
-    # run where a signal can still be handled)
-    run_with_progress(read, lambda: None, s.progress, "reading the stream in order")
-    if not hashes:
-        return None, None, None
-    stream = np.concatenate(hashes).astype(np.uint64, copy=False)
-    order, arrivals, timelines = "file", None, None
-    if spec.time:
-        from hotshard.profile.timelines import measure_timelines
+    def _key_batches(self, size: int = 1 << 20):
+        """(key hashes, counts) of every counted key, in batches."""
+        reader = self.con.sql("SELECT hash(k) AS h, n FROM kc_all WHERE k IS NOT NULL AND "
+                              "n > 0").to_arrow_reader(size)
+        for batch in reader:
+            yield (batch.column(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False),
+                   batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
 
-        t = np.concatenate(times).astype(np.float64)
-        t = np.where(np.isnan(t), np.inf, t)  # events without a time go last, in file order
-        by_time = np.argsort(t, kind="stable")
-        stream = stream[by_time]
-        t = t[by_time]
-        order = f"time:{spec.time}"
-        from hotshard.profile.time_units import timestamp_tick
-
-        def when() -> tuple:
-            arr = measure_arrivals(t, tick=timestamp_tick(t))
-            lines = measure_timelines(stream, t, _head_hashes(s, head_keys)) \
-                if head_keys else None
-            return arr, lines
-
-        arrivals, timelines = run_with_progress(when, lambda: None, s.progress,
-                                                "measuring arrivals and timelines")
-    locality = run_with_progress(lambda: measure_locality(stream, order=order), lambda: None,
-                                 s.progress, "measuring locality") if spec.locality else None
-    return locality, arrivals, timelines
+    def _feed(self, query: str, pass_, check: bool):
+        """Feed ``query``'s key hashes to ``pass_`` batch by batch (``check``: its second
+        column, the time, must never go back, else ``_OutOfOrder``)."""
+        reader = self.con.sql(query).to_arrow_reader(1 << 20)
+        last = -np.inf
+        try:
+            for batch in reader:
+                if self.stopped:
+                    raise _Stopped
+                if check:
+                    t = batch.column(1).to_numpy(zero_copy_only=False).astype(np.float64)
+                    if t.size and (not np.isfinite(t).all() or t[0] < last
+                                   or bool(np.any(t[1:] < t[:-1]))):
+                        raise _OutOfOrder
+                    if t.size:
+                        last = float(t[-1])
+                pass_.feed(batch.column(0).to_numpy(zero_copy_only=False))
+                self.done += batch.num_rows
+        finally:
+            reader.close()  # a stream left open holds the connection
+        return pass_.result()
 
 
 def _time_seconds(s: _Session, col_type: str) -> str:
@@ -406,17 +521,24 @@ def _time_seconds(s: _Session, col_type: str) -> str:
     return expr
 
 
-def _per_second(s: _Session, col_type: str):
+def _per_second(s: _Session, col_type: str, key: str):
+    """((events in a second, seconds with that many), (first second, last second)) of every
+    row with a time, and (first, last) time of the keyed requests with a finite time (the
+    span of the arrivals and timelines), in one scan."""
     t = _q(s.spec.time)
-    sec = f"floor({_time_seconds(s, col_type)})"
-    s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST({sec} AS BIGINT) AS sec, count(*) AS c "
-          f"FROM {s.source} WHERE {t} IS NOT NULL GROUP BY ALL", stage="events per second")
-    lo, hi = s.sql("SELECT min(sec), max(sec) FROM per_sec").fetchone()
+    keyed = "FILTER (WHERE keyed AND isfinite(t))"
+    s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST(floor(t) AS BIGINT) AS sec, "
+          f"count(*) AS c, min(t) {keyed} AS lo, max(t) {keyed} AS hi FROM (SELECT "
+          f"{_time_seconds(s, col_type)} AS t, {key} IS NOT NULL AS keyed FROM {s.source} "
+          f"WHERE {t} IS NOT NULL) GROUP BY 1", stage="events per second")
+    lo, hi, first, last = s.sql("SELECT min(sec), max(sec), min(lo), max(hi) FROM per_sec"
+                                ).fetchall()[0]
     if lo is None:
-        return None, None
+        return None, None, None
     coc = s.sql("SELECT c, count(*) AS seconds FROM per_sec GROUP BY c ORDER BY c").fetchnumpy()
+    span = None if first is None else (float(first), float(last))
     return ((np.asarray(coc["c"], dtype=np.int64), np.asarray(coc["seconds"], dtype=np.int64)),
-            (float(lo), float(hi)))
+            (float(lo), float(hi)), span)
 
 
 def _key_batches(s: _Session, size: int = 1 << 18):

@@ -34,23 +34,34 @@ def _session(master: str):
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputError("the Spark engine needs pyspark: pip install 'hotshard[spark]'") from None
-    # a local Spark binds its driver to loopback only
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    local = master.startswith("local") and not _submitted()
+    if local:  # a local Spark binds its driver to loopback only
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's pandas version notice
-        spark = _builder(SparkSession, master).getOrCreate()
+        spark = _builder(SparkSession, master, local).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _builder(session_cls, master: str):
-    return (session_cls.builder.master(master).appName("hotshard-profile")
+def _submitted() -> bool:
+    """Whether this process was started by ``spark-submit`` (which set the master, the
+    driver's address and its memory already: they are left as it set them)."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+def _builder(session_cls, master: str, local: bool = True):
+    builder = (session_cls.builder.appName("hotshard-profile")
+               .config("spark.sql.session.timeZone", "UTC"))
+    if not local:
+        # spark-submit's master (or the one given) and the cluster's own settings
+        return builder if _submitted() else builder.master(master)
+    return (builder.master(master)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.shuffle.partitions", "8")
-            .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.memory", "2g"))
 
 
@@ -122,13 +133,17 @@ def _local_path(uri: str | None) -> str:
     return uri
 
 
-def count(spec: CountSpec, master: str = "local[*]",
-          progress: Progress | None = None) -> RawCounts:
-    """Count events per key (and per op) with Spark."""
+def count(spec: CountSpec, master: str = "local[*]", progress: Progress | None = None,
+          session=None, scratch: str | None = None) -> RawCounts:
+    """Count events per key (and per op) with Spark: on ``session`` when given (a
+    ``SparkSession`` the caller built for its cluster, left running), else a session of its
+    own at ``master``. ``scratch``: where the locality pass's sorted sample is written for
+    the driver to read (a directory both the executors and the driver can reach; a local
+    temporary one by default)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    spark = _session(master)
+    spark = session if session is not None else _session(master)
     try:
         if progress:
             progress("counting events per key (spark)", None)
@@ -182,44 +197,34 @@ def count(spec: CountSpec, master: str = "local[*]",
         if spec.placements:
             rows = kc.select(F.col("k").cast("string").alias("k"), "n").toLocalIterator()
             placement = accumulate_placement(_batches(rows), overall.head_keys, spec.placements)
+        arrivals = timelines = locality = None
+        if spec.time and not spec.counts:
+            if progress:
+                progress("measuring arrivals and timelines (spark)", None)
+            arrivals, timelines = _time_sections(spark, df, spec, key, kc, overall.head_keys)
+        events = int(tot["rows"] or 0) - int(tot["nulls"] or 0)
+        if spec.locality and not spec.counts and events > 0:
+            if progress:
+                progress("measuring locality (spark)", None)
+            locality = _locality(spark, df, spec, key, kc, events, int(kc.count()), scratch)
         return RawCounts(rows=int(tot["rows"] or 0), null_keys=int(tot["nulls"] or 0),
                          key_type=key_type, overall=overall, operations=operations,
                          size_quantiles=sizes, second_counts=second_counts, window=window,
-                         placement=placement)
+                         placement=placement, arrivals=arrivals, timelines=timelines,
+                         locality=locality)
     except PySparkException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"spark could not count the input: {first}") from None
     finally:
-        spark.stop()
+        if session is None:
+            spark.stop()
 
 
 def _per_second(df, spec: CountSpec):
     from pyspark.sql import functions as F
 
-    from hotshard.profile.time_units import seconds_per
-
-    kind = _type_name(df, spec.time)
     t = F.col(spec.time)
-    unit = getattr(spec, "time_unit", "auto")
-    if kind in ("TimestampType", "TimestampNTZType", "DateType", "StringType"):
-        if unit != "auto":
-            raise InputError(f"--time-unit is for numeric time columns; {spec.time!r} is a "
-                             f"{kind}")
-        if kind == "StringType":
-            bad = df.where(t.isNotNull() & t.cast("timestamp").isNull()).limit(1).collect()
-            if bad:
-                raise InputError(f"time column {spec.time!r} holds text that is not a "
-                                 f"timestamp ({str(bad[0][spec.time])[:60]!r}): give ISO "
-                                 "8601 times, epoch numbers, or a timestamp column")
-        sec = F.floor(F.unix_timestamp(t.cast("timestamp")))
-    elif kind in _NUM_TYPES or kind == "DecimalType":
-        low, high = df.agg(F.min(t), F.max(t)).collect()[0]
-        scale = seconds_per(unit, None if low is None else float(low),
-                            None if high is None else float(high), spec.time)
-        sec = F.floor(t.cast("double") * F.lit(scale))
-    else:
-        raise InputError(f"time column {spec.time!r} has type {kind}: it must be a timestamp, "
-                         "ISO text, or numeric epoch time (s, ms, us or ns)")
+    sec = F.floor(F.expr(_time_sql(df, spec)))
     per_sec = df.where(t.isNotNull()).groupBy(sec.cast("long").alias("sec")).agg(
         F.count(F.lit(1)).alias("c")).cache()
     bounds = per_sec.agg(F.min("sec").alias("lo"), F.max("sec").alias("hi")).collect()[0]
@@ -229,6 +234,159 @@ def _per_second(df, spec: CountSpec):
     return ((np.array([r["c"] for r in coc], dtype=np.int64),
              np.array([r["s"] for r in coc], dtype=np.int64)),
             (float(bounds["lo"]), float(bounds["hi"])))
+
+
+def _time_sql(df, spec: CountSpec) -> str:
+    """The --time column in seconds as a Spark SQL expression: the same double, operation for
+    operation, as the DuckDB engine's (``duckdb_engine._time_seconds``), so both engines put
+    every request in the same window."""
+    from pyspark.sql import functions as F
+
+    from hotshard.profile.time_units import seconds_per
+
+    kind = _type_name(df, spec.time)
+    col = "`" + spec.time.replace("`", "``") + "`"
+    unit = getattr(spec, "time_unit", "auto")
+    if kind in ("TimestampType", "TimestampNTZType", "DateType", "StringType"):
+        if unit != "auto":
+            raise InputError(f"--time-unit is for numeric time columns; {spec.time!r} is a "
+                             f"{kind}")
+        if kind == "StringType":
+            t = F.col(spec.time)
+            bad = df.where(t.isNotNull() & t.try_cast("timestamp").isNull()).limit(1).collect()
+            if bad:
+                raise InputError(f"time column {spec.time!r} holds text that is not a "
+                                 f"timestamp ({str(bad[0][spec.time])[:60]!r}): give ISO "
+                                 "8601 times, epoch numbers, or a timestamp column")
+        return f"(unix_micros(CAST({col} AS TIMESTAMP)) / 1e6)"
+    if kind in _NUM_TYPES:
+        low, high = df.agg(F.min(spec.time), F.max(spec.time)).collect()[0]
+        scale = seconds_per(unit, None if low is None else float(low),
+                            None if high is None else float(high), spec.time)
+        per = round(1.0 / scale)
+        if per == 1:
+            return f"CAST({col} AS DOUBLE)"
+        if per == 1_000_000_000 and kind in _INT_TYPES:
+            return (f"(CAST({col} div 1000 AS DOUBLE) / 1e6 + CAST({col} % 1000 AS DOUBLE) "
+                    "/ 1e9)")
+        return f"(CAST({col} AS DOUBLE) / {float(per)!r}e0)"
+    raise InputError(f"time column {spec.time!r} has type {kind}: it must be a timestamp, "
+                     "ISO text, or numeric epoch time (s, ms, us or ns)")
+
+
+class _Runner:
+    """``time_counts.SqlRunner`` on a Spark session: tables are cached temporary views."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.cached = []
+
+    def materialize(self, name: str, query: str) -> None:
+        df = self.spark.sql(query).cache()
+        df.createOrReplaceTempView(name)
+        self.cached.append(df)
+
+    def rows(self, query: str) -> list[tuple]:
+        from decimal import Decimal
+
+        return [tuple(int(v) if isinstance(v, Decimal) else v for v in row)
+                for row in self.spark.sql(query).collect()]
+
+    def close(self) -> None:
+        for df in self.cached:
+            df.unpersist()
+
+
+def _time_sections(spark, df, spec: CountSpec, key, kc, head_keys: list[str]):
+    """(arrivals, timelines) as Spark aggregations of ``profile.time_counts``' statements:
+    the same counts as the DuckDB engine's."""
+    from pyspark.sql import functions as F
+
+    from hotshard.profile.time_counts import (
+        EVENTS,
+        time_sections,
+        time_span,
+    )
+    from hotshard.profile.time_units import timestamp_tick
+
+    t = F.expr(_time_sql(df, spec))
+    events = (df.select(key.alias("k"), t.alias("t"))
+              .where(F.col("k").isNotNull() & F.col("t").isNotNull() & ~F.isnan("t")
+                     & (F.abs(F.col("t")) != float("inf"))))
+    events.createOrReplaceTempView(EVENTS)
+    run = _Runner(spark)
+    try:
+        span = time_span(run)
+        if span is None:
+            return None, None
+        start, end, _ = span
+        sample = [r[0] for r in events.select("t").limit(100_000).collect()]
+        tick = timestamp_tick(np.asarray(sample))
+        head = None
+        if head_keys:
+            names = spark.createDataFrame([(i, str(k)) for i, k in enumerate(head_keys)],
+                                          "i long, name string")
+            (kc.join(names, kc["k"].cast("string") == names["name"])
+             .select("k", "i").createOrReplaceTempView("hs_head"))
+            head = "hs_head"
+        arrivals, timelines = time_sections(run, start, end, tick, head, len(head_keys))
+        return arrivals, timelines
+    finally:
+        run.close()
+
+
+# The references a Spark profile brings to its driver for the locality pass: all of them up
+# to this many (then its locality is exact, the same as DuckDB's), else a SHARDS sample of
+# the keys sized to bring about this many (and no more keys than the exact pass holds).
+DRIVER_REFERENCES = 50_000_000
+MIN_RATE = 1e-4   # a sample of fewer keys says little about a cache of any size
+
+
+def _locality(spark, df, spec: CountSpec, key, kc, events: int, n_keys: int,
+              scratch: str | None):
+    """The locality section from Spark: the references of a spatially hashed sample of the
+    keys (keys whose hash falls under the rate: SHARDS), sorted by time (ties in input order)
+    in Spark, written to a scratch directory in order and read back by the driver in
+    batches through ``StreamLocality``, the DuckDB engine's kernel."""
+    import tempfile
+
+    from pyspark.sql import functions as F
+
+    from hotshard.profile.locality import EXACT_MAX_KEYS, StreamLocality
+
+    # as many references as the driver takes, as many keys as the exact pass holds
+    rate = min(1.0, DRIVER_REFERENCES / max(events, 1), EXACT_MAX_KEYS / max(n_keys, 1))
+    rate = max(rate, MIN_RATE)
+    threshold = max(int(rate * (1 << 24)), 1)
+    h = F.xxhash64(F.col("k"))
+    sampled = (h.bitwiseAND(F.lit(0xFFFFFF)) < threshold) if rate < 1 else F.lit(True)
+    stream = df.select(key.alias("k"), F.monotonically_increasing_id().alias("rn"),
+                       *([F.expr(_time_sql(df, spec)).alias("t")] if spec.time else []))
+    stream = stream.where(F.col("k").isNotNull() & sampled)
+    order = [F.col("t").asc_nulls_last(), F.col("rn")] if spec.time else [F.col("rn")]
+    with tempfile.TemporaryDirectory(prefix="hotshard-spark-", dir=scratch) as tmp:
+        keys_dir, refs_dir = os.path.join(tmp, "keys"), os.path.join(tmp, "refs")
+        kc.where(sampled).select(h.alias("h"), F.col("n").cast("long").alias("n")) \
+            .write.parquet(keys_dir)
+        stream.orderBy(*order).select(h.alias("h")).write.parquet(refs_dir)
+        pass_ = StreamLocality(_parquet_batches(keys_dir, ("h", "n")), events=events,
+                               order=f"time:{spec.time}" if spec.time else "file",
+                               sample_rate=rate, sampled_only=rate < 1, n_keys=n_keys)
+        for (refs,) in _parquet_batches(refs_dir, ("h",)):
+            pass_.feed(refs)
+        return pass_.result()
+
+
+def _parquet_batches(directory: str, columns: tuple[str, ...]):
+    """The columns of the part files Spark wrote to ``directory``, in its order (a sorted
+    write's parts are in sort order), as numpy arrays in batches."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    for part in sorted(glob.glob(os.path.join(directory, "part-*.parquet"))):
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=1 << 20, columns=list(columns)):
+            yield tuple(batch.column(c).to_numpy(zero_copy_only=False) for c in columns)
 
 
 def _batches(rows, size: int = 1 << 16):
