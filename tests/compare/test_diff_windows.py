@@ -34,8 +34,8 @@ def windows_of(times: np.ndarray) -> np.ndarray:
     """Each time's window: twelve equal parts of the span's 10 ms windows, ten sub-windows
     each (``profile.time_counts``), written out in numpy."""
     t0, t1 = times.min(), times.max()
-    fine = np.floor((times - t0) / FINE_S)
-    n_fine = np.floor((t1 - t0) / FINE_S)
+    fine = np.floor(times / FINE_S) - np.floor(t0 / FINE_S)   # 10 ms windows of the epoch
+    n_fine = np.floor(t1 / FINE_S) - np.floor(t0 / FINE_S)
     sub = np.minimum(np.floor(fine * (W * DETAIL_BINS) / n_fine), W * DETAIL_BINS - 1)
     return sub.astype(int) // DETAIL_BINS
 

@@ -20,7 +20,7 @@ from hotshard.workload.locality_order import (
     key_counts,
     profile_order,
 )
-from hotshard.workload.locality_stream import LocalityStream, StreamedPositions
+from hotshard.workload.locality_stream import LocalityStream, Stopped, StreamedPositions
 from hotshard.workload.profile_sampler import from_profile
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -60,8 +60,8 @@ def test_chunks_asked_for_in_any_order_get_the_rows_of_the_whole_order(event_pro
     sampler = from_profile(event_profile)
     events = 300_000
 
-    def make():
-        return profile_order(event_profile, sampler, events, 3)
+    def make(stop=None):
+        return profile_order(event_profile, sampler, events, 3, stop=stop)
 
     whole = make().take(events)
     rows = StreamedPositions(make, events)
@@ -72,6 +72,9 @@ def test_chunks_asked_for_in_any_order_get_the_rows_of_the_whole_order(event_pro
     assert rows.start == 300_000 and rows.buffer.size == 0  # all served: nothing kept
     np.testing.assert_array_equal(rows[0:10], whole[:10])  # asked again: made again
     np.testing.assert_array_equal(np.asarray(rows), whole)
+    rows.cancel()  # an interrupted run: the order stops at its next window
+    with pytest.raises(Stopped):
+        rows[0:10]
 
 
 def test_a_long_run_takes_its_correction_from_a_shorter_one(event_profile, monkeypatch):
@@ -84,3 +87,28 @@ def test_a_long_run_takes_its_correction_from_a_shorter_one(event_profile, monke
     want = key_counts(classes.key_weight, classes.sizes, 400_000,
                       np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0x10CA1,))))
     np.testing.assert_array_equal(np.bincount(order, minlength=want.size), want)
+
+
+@pytest.mark.slow
+def test_sigterm_while_the_order_is_made_ends_generate_at_once(tmp_path):
+    """Stopped while chunk threads are inside the order's first pass or a window: one line,
+    exit 143, no file, and the threads do not run the pass out (the process ends within a
+    few seconds, not when a 5e7-reference order would be done)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run.parquet"
+    hotshard = str(Path(sys.executable).with_name("hotshard"))
+    proc = subprocess.Popen([hotshard, "generate", str(EXAMPLES / "incident.profile.json"),
+                             "--events", "5e7", "--seed", "1", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert time.monotonic() - stopped < 10
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert not list(tmp_path.iterdir())

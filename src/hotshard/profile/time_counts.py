@@ -10,7 +10,8 @@ the engines agree to the count because every window is the same IEEE expression 
 double.
 
 Windows, and why they nest. The arrival section counts in windows from 10 ms to an hour. Each
-request's 10 ms *fine* index ``floor((t - start) / 0.01)`` is computed once; every wider window
+request's 10 ms *fine* window of the epoch, ``floor(t / 0.01)``, counted from the first
+request's, is computed once (by DuckDB in the same scan as the per-second rate); every wider window
 is an integer division of it (``floor(w / m)``, exact for integers below 2^53), so the windows
 of every width nest exactly (a cascade's parent holds exactly its children) and an engine
 groups its 10 ms counts, not the events, for every width past the first. The timelines'
@@ -44,8 +45,8 @@ from hotshard.profile.arrivals import (
 )
 from hotshard.profile.timelines import DETAIL_BINS, WINDOWS, Timelines, timelines_from_fine
 
-__all__ = ["FINE_S", "DuckRunner", "SqlRunner", "measure_arrivals", "measure_timelines",
-           "time_sections", "time_span"]
+__all__ = ["FINE_S", "DuckRunner", "SqlRunner", "fine_window", "measure_arrivals",
+           "measure_timelines", "time_sections", "time_span"]
 
 FINE_S = 0.01                 # the finest window (the cascade's last level)
 EVENTS = "hs_events"          # the relation every statement reads: (k, t)
@@ -75,20 +76,35 @@ def _units(width_s: float) -> int:
     return int(round(width_s / FINE_S))
 
 
+def fine_window(time_sql: str) -> str:
+    """SQL for the 10 ms window of the epoch a time (seconds) falls in: the grid every
+    window here is cut from."""
+    return f"CAST(floor({time_sql} / {_q(FINE_S)}) AS BIGINT)"
+
+
 def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
-                  head_table: str | None = None, n_head: int = 0
+                  head_table: str | None = None, n_head: int = 0,
+                  fine_table: str | None = None
                   ) -> tuple[ArrivalModel | None, Timelines | None]:
     """(arrivals, timelines) of ``hs_events`` over [start, end] (``time_span``), with the
     timestamps' ``tick`` (``time_units.timestamp_tick``): below it neither a dispersion is
     measured nor a cascade level fitted. ``head_table`` (columns ``k``, the key as
     ``hs_events`` holds it, and ``i``, its place in the head) gives the timelines: one scan
     counts every request's 10 ms window, a second the head keys' requests (a join on a
-    table of a few hundred keys); the rest works on the counts."""
+    table of a few hundred keys); the rest works on the counts. ``fine_table``: the 10 ms
+    counts already made by an engine's own scan (columns ``w``, ``fine_window`` of the time;
+    ``keyed``, whether the row has a key; ``c``), so the first scan is not made again."""
     if not end > start:
         return None, None
-    w = f"CAST(floor((t - {_q(start)}) / {_q(FINE_S)}) AS BIGINT)"
-    run.materialize("hs_w1", f"SELECT {w} AS w, count(*) AS c FROM {EVENTS} GROUP BY 1")
-    arrivals = _arrivals(run, start, end, tick)
+    # windows count from the first request's 10 ms window of the epoch grid
+    first, last = math.floor(start / FINE_S), math.floor(end / FINE_S)
+    w = f"({fine_window('t')} - {first})"
+    if fine_table is None:
+        run.materialize("hs_w1", f"SELECT {w} AS w, count(*) AS c FROM {EVENTS} GROUP BY 1")
+    else:
+        run.materialize("hs_w1", f"SELECT w - {first} AS w, sum(c) AS c FROM {fine_table} "
+                                 "WHERE keyed GROUP BY 1")
+    arrivals = _arrivals(run, start, end, tick, last - first)
     if head_table is None or n_head < 1:
         return arrivals, None
     # a sub-window is a run of whole 10 ms windows: sub-window floor(w * bins / n_fine), the
@@ -96,7 +112,7 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     # arrivals' bins do), the last request's clipped into the last (exact: the product
     # stays far below 2^53)
     bins = WINDOWS * DETAIL_BINS
-    n_fine = max(math.floor((end - start) / FINE_S), 1)
+    n_fine = max(last - first, 1)
 
     def sub(fine: str) -> str:
         return f"CAST(floor(CAST({fine} AS DOUBLE) * {bins} / {n_fine}) AS BIGINT)"
@@ -111,8 +127,10 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     return arrivals, timelines_from_fine(start, end - start, fine, totals, WINDOWS)
 
 
-def _arrivals(run: SqlRunner, start: float, end: float, tick: float | None) -> ArrivalModel:
-    """The arrival section from the 10 ms counts in ``hs_w1``."""
+def _arrivals(run: SqlRunner, start: float, end: float, tick: float | None,
+              last_fine: int) -> ArrivalModel:
+    """The arrival section from the 10 ms counts in ``hs_w1`` (the last request's window
+    ``last_fine``)."""
     span = end - start
     resolution = 60.0 * max(1, math.ceil(span / (60.0 * MAX_BINS)))
     n_bins = max(1, math.ceil((span + 1e-9) / resolution))
@@ -131,7 +149,6 @@ def _arrivals(run: SqlRunner, start: float, end: float, tick: float | None) -> A
         run.materialize(f"hs_w{m}", f"SELECT CAST(floor(w / {m // base}) AS BIGINT) AS w, "
                                     f"sum(c) AS c FROM hs_w{base} GROUP BY 1")
         built.append(m)
-    last_fine = math.floor(span / FINE_S)
     counts = np.zeros(n_bins, dtype=np.int64)
     for w, c in run.rows(f"SELECT w, sum(c) FROM hs_w{_units(resolution)} GROUP BY 1"):
         counts[min(int(w), n_bins - 1)] += int(c)

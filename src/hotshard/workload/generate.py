@@ -220,8 +220,9 @@ def plan_workload(
         # as the chunks are written (bounded memory, any length)
         sampler, rescaled = chosen["*"], keys is not None
         positions = StreamedPositions(
-            lambda: profile_order(profile, sampler, int(events), int(seed), rescaled=rescaled,
-                                  shaped=shaped), int(events))
+            lambda stop: profile_order(profile, sampler, int(events), int(seed),
+                                       rescaled=rescaled, shaped=shaped, stop=stop),
+            int(events))
     if profile is not None:
         made["arrivals"] = "profile" if shaped else "poisson"
         made["order"] = "irm" if order == "auto" else order

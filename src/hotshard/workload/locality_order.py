@@ -273,7 +273,7 @@ def _corrected(cdf: NDArray[np.float64], stream, n_refs: int, counts: NDArray[np
 def locality_stream(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
                     events: int, locality: Locality, profile_events: float,
                     seed: int, *, corrections: int = 1,
-                    timeline: tuple[NDArray, NDArray] | None = None):
+                    timeline: tuple[NDArray, NDArray] | None = None, stop=None):
     """The order of an ``events``-long stream by ``locality``, as a ``LocalityStream`` that
     makes it window by window (``take(n)``: the next n key positions, as ``ClassSampler``
     numbers them), in memory that does not grow with ``events``. ``profile_events`` is the
@@ -309,7 +309,8 @@ def locality_stream(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
 
     def made(table: NDArray[np.float64], counts=counts, rows=rows, warp_row=warp_row):
         return LocalityStream(counts, rows, table, lo, hi - lo,
-                              int(rng.integers(0, 2**31 - 1)), warp_u, warp_y, warp_row)
+                              int(rng.integers(0, 2**31 - 1)), warp_u, warp_y, warp_row,
+                              stop=stop)
 
     for _ in range(corrections if measured.size else 0):
         # measured on the run itself, or on a run of CORRECTION_PREFIX references of the
@@ -388,7 +389,7 @@ def head_warp(timelines, arrivals) -> tuple[NDArray[np.float64], NDArray[np.floa
 
 
 def profile_order(profile, sampler, events: int, seed: int, *, rescaled: bool = False,
-                  shaped: bool = False):
+                  shaped: bool = False, stop=None):
     """The locality order of an ``events``-long stream of ``profile`` (which must have a
     locality section), for ``sampler`` = ``from_profile(profile)``, as a ``LocalityStream``:
     the one recipe of ``generate --order locality`` and ``drive --order locality``. Head keys
@@ -402,7 +403,7 @@ def profile_order(profile, sampler, events: int, seed: int, *, rescaled: bool = 
     classes = sampler.classes
     return locality_stream(classes.key_weight, classes.sizes, int(events), profile.locality,
                            float(profile.locality.events), int(seed),
-                           corrections=0 if rescaled else 1, timeline=timeline)
+                           corrections=0 if rescaled else 1, timeline=timeline, stop=stop)
 
 
 def profile_positions(profile, sampler, events: int, seed: int, *, rescaled: bool = False,

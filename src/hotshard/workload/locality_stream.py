@@ -34,9 +34,14 @@ from numba import njit
 
 from hotshard.workload.locality_order import _GUIDE, _bucket_sorted_owners, _guides, _warp
 
-__all__ = ["WINDOW_UNITS", "LocalityStream", "StreamedPositions"]
+__all__ = ["WINDOW_UNITS", "LocalityStream", "Stopped", "StreamedPositions"]
 
 WINDOW_UNITS = 1 << 24      # run time units (about one reference each) per window
+_PLAN_REFS = 1 << 24        # references a batch of the first pass covers
+
+
+class Stopped(Exception):
+    """The order's work was stopped from outside (``LocalityStream(stop=...)``)."""
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _REST, _OWN, _IRM = 0, 1, 2
 
@@ -89,13 +94,15 @@ def _key_seeds(n_keys: int, seed: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _plan_runs(counts, row, cdf, guide, lo, width, seeds, n: int, own_u, warp_y, warp_row):
+def _plan_runs(counts, k0: int, k1: int, row, cdf, guide, lo, width, seeds, n: int, own_u,
+               warp_y, warp_row):
     """Every key's runs (module notes): arrays key, kind, first draw, count, first instant
     (unwrapped), offset, stretch, modulus. An own-row key (``warp_row`` >= 0) has runs per
     window of its timeline (``own_u``: its cumulative shares at the window edges, ``warp_y``:
     the run's at the same edges): each window's share of its requests (largest remainder),
-    laid out on a circle of that window's length."""
-    cap = 2 * counts.size + 64
+    laid out on a circle of that window's length. Keys ``k0`` to ``k1`` (a batch: the caller
+    stays responsive between batches)."""
+    cap = 2 * (k1 - k0) + 64
     rk = np.empty(cap, np.int64)
     kind = np.empty(cap, np.int8)
     rj = np.empty(cap, np.int64)
@@ -105,7 +112,7 @@ def _plan_runs(counts, row, cdf, guide, lo, width, seeds, n: int, own_u, warp_y,
     rs = np.empty(cap, np.float64)
     rmod = np.empty(cap, np.float64)
     m = 0
-    for k in range(counts.size):
+    for k in range(k0, k1):
         c = counts[k]
         if c == 0:
             continue
@@ -265,10 +272,12 @@ class LocalityStream:
     """The locality order of ``counts`` (references per key position) made window by window
     (module notes); ``take(n)`` gives the next ``n`` key positions. ``row``, ``cdf``, ``lo``,
     ``width``: each key's reuse-time CDF row and the bins (``locality_order``); ``warp_u``,
-    ``warp_y``, ``warp_row``: the timelines' knots (``locality_order._with_rest``)."""
+    ``warp_y``, ``warp_row``: the timelines' knots (``locality_order._with_rest``). ``stop``,
+    once set, ends the work at its next batch or window with ``Stopped`` (a generator
+    interrupted: its chunk threads must not run on)."""
 
     def __init__(self, counts, row, cdf, lo, width, seed: int, warp_u, warp_y, warp_row,
-                 units: int = WINDOW_UNITS):
+                 units: int = WINDOW_UNITS, stop: threading.Event | None = None):
         counts = np.ascontiguousarray(counts, dtype=np.int64)
         self.n = int(counts.sum())
         self.units = int(units)
@@ -292,9 +301,21 @@ class LocalityStream:
         self.warped = warp_u.shape[0] > 0
         own = warp_u[:-1] if self.warped else np.zeros((0, 2))
         self.warp_u = np.ascontiguousarray(warp_u[-1:] if self.warped else np.zeros((0, 2)))
-        self.runs = _plan_runs(counts, self.row, self.cdf, self.guide, self.lo, self.width,
-                               self.seeds, self.n, np.ascontiguousarray(own), self.warp_y,
-                               self.warp_row)
+        self.stop = stop
+        batches, k0 = [], 0
+        bounds = np.searchsorted(np.cumsum(counts), np.arange(1, 1 + self.n // _PLAN_REFS)
+                                 * _PLAN_REFS)
+        for k1 in [*np.unique(bounds).tolist(), counts.size]:
+            k1 = min(max(int(k1) + 1, k0), counts.size)
+            if k1 > k0:
+                self._check()
+                batches.append(_plan_runs(counts, k0, k1, self.row, self.cdf, self.guide,
+                                          self.lo, self.width, self.seeds, self.n,
+                                          np.ascontiguousarray(own), self.warp_y,
+                                          self.warp_row))
+                k0 = k1
+        self.runs = tuple(np.concatenate([b[i] for b in batches]) if batches
+                          else np.zeros(0) for i in range(8))
         rk, kind, rj, rc, rt, roff, rs, rmod = self.runs
         self.head, self.link = _queue_all(kind, rt, roff, rmod, self.n, self.warp_u,
                                           self.warp_y, self.warped, self.units,
@@ -305,8 +326,13 @@ class LocalityStream:
         self.pending = np.empty(0, dtype=np.int64)
         self.lock = threading.Lock()
 
+    def _check(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped("the locality order was stopped")
+
     def _next_window(self) -> np.ndarray:
         """Key positions of the next window, in order."""
+        self._check()
         args = (self.window, self.units, self.n, self.n_windows, self.head, self.link,
                 *self.runs, self.seeds, self.row, self.cdf, self.guide, self.lo, self.width,
                 self.warp_u, self.warp_y, self.warped, self.frac_bits, self.owner_bits)
@@ -352,11 +378,14 @@ class StreamedPositions:
     made by threads in any order within a bounded lookahead (``messages._chunks``): the
     order is made forward once, and what every chunk below the lowest not yet served needs
     no more is dropped. Rows asked for again once dropped (a second pass over the first
-    chunk) are made again from the start: ``make`` gives a fresh stream of the same order.
+    chunk) are made again from the start: ``make(stop=event)`` gives a fresh stream of the same
+    order, stopping when the event is set (``cancel``).
     ``numpy.asarray`` of it is the whole order (a run held in memory)."""
 
     def __init__(self, make, events: int):
-        self.make, self.events = make, int(events)
+        self.stop = threading.Event()
+        self.make = lambda: make(stop=self.stop)
+        self.events = int(events)
         self.stream = None
         self.start = 0                       # the first row the buffer holds
         self.buffer = np.empty(0, dtype=np.int64)
@@ -366,6 +395,11 @@ class StreamedPositions:
 
     def __len__(self) -> int:
         return self.events
+
+    def cancel(self) -> None:
+        """Stop making the order: a thread in it ends with ``Stopped`` at its next batch or
+        window (the run was interrupted)."""
+        self.stop.set()
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         whole = self.make().take(self.events)

@@ -193,6 +193,8 @@ def _chunks(plan: GenerationPlan, workers: int):
         finally:  # interrupted: do not make the chunks nobody will write
             for future in pending.values():
                 future.cancel()
+            if hasattr(plan.positions, "cancel") and pending:
+                plan.positions.cancel()  # and stop the order a running chunk is making
 
 
 def _joined(lines) -> bytes:

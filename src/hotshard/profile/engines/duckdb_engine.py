@@ -31,6 +31,7 @@ _PERFECT_HT_BITS = 22
 _INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER",
               "UBIGINT", "HUGEINT"}
 _NUM_TYPES = _INT_TYPES | {"FLOAT", "DOUBLE", "REAL"}
+_SIGNED_64 = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}
 
 
 def _q(name: str) -> str:
@@ -351,7 +352,7 @@ def _time_sections(s: _Session, key: str, types: dict[str, str], head_keys: list
               "ON CAST(k AS VARCHAR) = name")
         head = "hs_head"
     return time_sections(_Runner(s, "measuring arrivals and timelines"), *span, tick, head,
-                         len(head_keys))
+                         len(head_keys), fine_table="hs_fine")
 
 
 class _OutOfOrder(Exception):
@@ -379,6 +380,9 @@ class _LocalityJob:
         if s.spec.time:  # made here: the expression may query the main connection
             stream += f", {_time_seconds(s, types[s.spec.time])} AS t"
         self.stream = f"{stream} FROM {s.source}"
+        # a key's 64-bit identity in the pass: an integer key is its own (the pass mixes it
+        # where it hashes), any other DuckDB's hash of it
+        self.h = ("CAST(k AS BIGINT)" if types[s.spec.key] in _SIGNED_64 else "hash(k)")
         self.con = s.con.cursor()
         # the pass is one core's work: DuckDB keeps the others while it runs (on two cores,
         # its aggregations on one, the stream's scan and the pass on the other)
@@ -428,14 +432,14 @@ class _LocalityJob:
 
             if spec.time:
                 try:
-                    return self._feed(f"SELECT hash(k), t FROM ({self.stream}) WHERE k IS NOT "
+                    return self._feed(f"SELECT {self.h}, t FROM ({self.stream}) WHERE k IS NOT "
                                       "NULL", fresh(), check=True)
                 except _OutOfOrder:
                     self.sorting, self.done = True, 0
-                query = (f"SELECT h FROM (SELECT hash(k) AS h, t, row_number() OVER () AS rn "
+                query = (f"SELECT h FROM (SELECT {self.h} AS h, t, row_number() OVER () AS rn "
                          f"FROM ({self.stream}) WHERE k IS NOT NULL) ORDER BY t NULLS LAST, rn")
             else:
-                query = f"SELECT hash(k) FROM ({self.stream}) WHERE k IS NOT NULL"
+                query = f"SELECT {self.h} FROM ({self.stream}) WHERE k IS NOT NULL"
             return self._feed(query, fresh(), check=False)
         except self.s.duckdb.Error as exc:
             raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
@@ -443,7 +447,7 @@ class _LocalityJob:
 
     def _key_batches(self, size: int = 1 << 20):
         """(key hashes, counts) of every counted key, in batches."""
-        reader = self.con.sql("SELECT hash(k) AS h, n FROM kc_all WHERE k IS NOT NULL AND "
+        reader = self.con.sql(f"SELECT {self.h} AS h, n FROM kc_all WHERE k IS NOT NULL AND "
                               "n > 0").to_arrow_reader(size)
         for batch in reader:
             yield (batch.column(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False),
@@ -523,18 +527,24 @@ def _time_seconds(s: _Session, col_type: str) -> str:
 
 def _per_second(s: _Session, col_type: str, key: str):
     """((events in a second, seconds with that many), (first second, last second)) of every
-    row with a time, and (first, last) time of the keyed requests with a finite time (the
-    span of the arrivals and timelines), in one scan."""
+    row with a finite time, and (first, last) time of the keyed ones (the span of the
+    arrivals and timelines), from one scan that also counts every 10 ms window of the epoch
+    (``hs_fine``: the arrivals' windows, ``time_counts.fine_window``). A second is a hundred
+    10 ms windows."""
+    from hotshard.profile.time_counts import FINE_S, fine_window
+
     t = _q(s.spec.time)
-    keyed = "FILTER (WHERE keyed AND isfinite(t))"
-    s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST(floor(t) AS BIGINT) AS sec, "
-          f"count(*) AS c, min(t) {keyed} AS lo, max(t) {keyed} AS hi FROM (SELECT "
-          f"{_time_seconds(s, col_type)} AS t, {key} IS NOT NULL AS keyed FROM {s.source} "
-          f"WHERE {t} IS NOT NULL) GROUP BY 1", stage="events per second")
-    lo, hi, first, last = s.sql("SELECT min(sec), max(sec), min(lo), max(hi) FROM per_sec"
-                                ).fetchall()[0]
+    s.sql(f"CREATE TEMP TABLE hs_fine AS SELECT {fine_window('t')} AS w, keyed, count(*) AS c, "
+          f"min(t) AS lo, max(t) AS hi FROM (SELECT {_time_seconds(s, col_type)} AS t, "
+          f"{key} IS NOT NULL AS keyed FROM {s.source} WHERE {t} IS NOT NULL) "
+          "WHERE isfinite(t) GROUP BY 1, 2", stage="events per second")
+    per = round(1 / FINE_S)
+    s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST(floor(w / {per}) AS BIGINT) AS sec, "
+          "sum(c) AS c FROM hs_fine GROUP BY 1")
+    lo, hi = s.sql("SELECT min(sec), max(sec) FROM per_sec").fetchall()[0]
     if lo is None:
         return None, None, None
+    first, last = s.sql("SELECT min(lo), max(hi) FROM hs_fine WHERE keyed").fetchall()[0]
     coc = s.sql("SELECT c, count(*) AS seconds FROM per_sec GROUP BY c ORDER BY c").fetchnumpy()
     span = None if first is None else (float(first), float(last))
     return ((np.asarray(coc["c"], dtype=np.int64), np.asarray(coc["seconds"], dtype=np.int64)),

@@ -223,9 +223,14 @@ def count(spec: CountSpec, master: str = "local[*]", progress: Progress | None =
 def _per_second(df, spec: CountSpec):
     from pyspark.sql import functions as F
 
+    from hotshard.profile.time_counts import FINE_S, fine_window
+
     t = F.col(spec.time)
-    sec = F.floor(F.expr(_time_sql(df, spec)))
-    per_sec = df.where(t.isNotNull()).groupBy(sec.cast("long").alias("sec")).agg(
+    seconds = _time_sql(df, spec)
+    # a second is a hundred 10 ms windows of the epoch, as the DuckDB engine counts it
+    sec = F.floor(F.expr(fine_window(seconds)) / round(1 / FINE_S))
+    finite = ~F.isnan(F.expr(seconds)) & (F.abs(F.expr(seconds)) != float("inf"))
+    per_sec = df.where(t.isNotNull() & finite).groupBy(sec.cast("long").alias("sec")).agg(
         F.count(F.lit(1)).alias("c")).cache()
     bounds = per_sec.agg(F.min("sec").alias("lo"), F.max("sec").alias("hi")).collect()[0]
     if bounds["lo"] is None:
