@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hotshard.workload.locality_order import _bucket_sorted_owners
+from hotshard.workload.locality_stream import _bucket_sorted_owners
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 1_000, 200_003])

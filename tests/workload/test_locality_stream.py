@@ -20,7 +20,7 @@ from hotshard.workload.locality_order import (
     key_counts,
     profile_order,
 )
-from hotshard.workload.locality_stream import LocalityStream, Stopped, StreamedPositions
+from hotshard.workload.locality_stream import LocalityStream, StreamedPositions, _Stopped
 from hotshard.workload.profile_sampler import from_profile
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -73,7 +73,7 @@ def test_chunks_asked_for_in_any_order_get_the_rows_of_the_whole_order(event_pro
     np.testing.assert_array_equal(rows[0:10], whole[:10])  # asked again: made again
     np.testing.assert_array_equal(np.asarray(rows), whole)
     rows.cancel()  # an interrupted run: the order stops at its next window
-    with pytest.raises(Stopped):
+    with pytest.raises(_Stopped):
         rows[0:10]
 
 
@@ -91,7 +91,7 @@ def test_a_long_run_takes_its_correction_from_a_shorter_one(event_profile, monke
 
 @pytest.mark.slow
 def test_sigterm_while_the_order_is_made_ends_generate_at_once(tmp_path):
-    """Stopped while chunk threads are inside the order's first pass or a window: one line,
+    """_Stopped while chunk threads are inside the order's first pass or a window: one line,
     exit 143, no file, and the threads do not run the pass out (the process ends within a
     few seconds, not when a 5e7-reference order would be done)."""
     import signal

@@ -26,12 +26,10 @@ references at uniform instants: the independent-reference model, the only thing 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from hotshard.errors import InputError
 from hotshard.profile.locality import N_BINS, Locality, bin_bounds, class_of
-from hotshard.workload._sorting import sort_run
 
 __all__ = ["MAX_LOCALITY_EVENTS", "MAX_LOCALITY_KEYS", "even_counts", "fits_in_memory",
            "head_warp", "key_counts", "locality_positions", "locality_stream", "profile_order",
@@ -124,98 +122,6 @@ def _rows_for(classes: NDArray[np.int64], measured: NDArray[np.int64]) -> NDArra
     lower = np.clip(idx - 1, 0, measured.size - 1)
     use_lower = np.abs(measured[lower] - classes) < np.abs(measured[idx] - classes)
     return np.where(use_lower, lower, idx).astype(np.int64)
-
-
-_GUIDE = 1024   # guide-table entries per reuse-time CDF
-
-
-@njit(cache=True)
-def _guides(cdf: np.ndarray) -> np.ndarray:
-    """Per CDF row, the first bin whose CDF exceeds g / _GUIDE, for each g: a draw starts
-    there and walks a bin or two (a guide table: searchsorted's answer in O(1))."""
-    out = np.zeros((cdf.shape[0], _GUIDE), dtype=np.int32)
-    last = cdf.shape[1] - 1
-    for r in range(cdf.shape[0]):
-        b = 0
-        for g in range(_GUIDE):
-            while b < last and cdf[r, b] <= g / _GUIDE:
-                b += 1
-            out[r, g] = b
-    return out
-
-
-@njit(cache=True, inline="always")
-def _warp(u: float, knots: np.ndarray, row: int, y: np.ndarray) -> float:
-    """Fraction ``u`` of a key's circle moved to its fraction of the run: piecewise linear
-    from knots[row] (at the window edges) to ``y``."""
-    last = knots.shape[1] - 2
-    seg = 0
-    while seg < last and knots[row, seg + 1] <= u:
-        seg += 1
-    span = knots[row, seg + 1] - knots[row, seg]
-    frac = (u - knots[row, seg]) / span if span > 0 else 0.0
-    return y[seg] + frac * (y[seg + 1] - y[seg])
-
-
-_BUCKET_FILL = 2   # references per bucket on average; insertion sort finishes each bucket
-_TOP_BITS = 11     # the first pass's buckets: 2,048 write streams stay in the caches
-
-
-@njit(cache=True)
-def _bucket_sorted_owners(packed: np.ndarray, value_bits: int, owner_bits: int,
-                          spread: np.ndarray) -> np.ndarray:
-    """The low ``owner_bits`` of ``packed`` (values below 2^value_bits) in the order of
-    ``np.sort(packed)``, in linear time, written over ``packed``. The instants are spread over
-    the run at about one a unit, so a most-significant-digit radix sort fits them: one
-    counting pass on the top ``_TOP_BITS`` bits (2,048 buckets, so the scatter stays in the
-    caches), then inside each bucket (now in cache) a counting pass on the next bits that
-    leaves a couple of values a sub-bucket, finished by insertion sort (a sub-bucket a burst
-    of immediate re-reads filled, by a comparison sort). Measured against numpy's sort of the
-    same 64-bit words, which was two thirds of the order's time: ``bench_locality.py``."""
-    n = packed.size
-    top_bits = _TOP_BITS if value_bits > _TOP_BITS else value_bits
-    shift = value_bits - top_bits
-    starts = np.zeros((1 << top_bits) + 1, dtype=np.int64)
-    for i in range(n):
-        starts[(packed[i] >> shift) + 1] += 1
-    for b in range(1, starts.size):
-        starts[b] += starts[b - 1]
-    fill = starts[:-1].copy()
-    for i in range(n):
-        b = packed[i] >> shift
-        spread[fill[b]] = packed[i]
-        fill[b] += 1
-    biggest = 1
-    for b in range(starts.size - 1):
-        biggest = max(biggest, starts[b + 1] - starts[b])
-    local = np.zeros(2 * biggest + 2, dtype=np.int64)
-    mask = (np.int64(1) << owner_bits) - 1
-    for b in range(starts.size - 1):
-        first, end = starts[b], starts[b + 1]
-        sub_bits = 0
-        while (1 << sub_bits) * _BUCKET_FILL < end - first and sub_bits < shift:
-            sub_bits += 1
-        sub_shift = shift - sub_bits
-        sub_mask = (np.int64(1) << sub_bits) - 1
-        width = (1 << sub_bits) + 1
-        local[:width] = 0
-        for i in range(first, end):
-            local[((spread[i] >> sub_shift) & sub_mask) + 1] += 1
-        for s in range(1, width):
-            local[s] += local[s - 1]
-        for i in range(first, end):
-            s = (spread[i] >> sub_shift) & sub_mask
-            packed[first + local[s]] = spread[i]
-            local[s] += 1
-        # local[s] is now where sub-bucket s ends (relative to first); s - 1's, where it starts
-        begin = first
-        for s in range(width - 1):
-            stop = first + local[s]
-            sort_run(packed, begin, stop)
-            begin = stop
-        for i in range(first, end):
-            packed[i] &= mask
-    return packed
 
 
 def _corrected(cdf: NDArray[np.float64], stream, n_refs: int, counts: NDArray[np.int64],

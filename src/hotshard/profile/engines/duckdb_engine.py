@@ -7,7 +7,7 @@ import tempfile
 
 import numpy as np
 
-from hotshard.errors import InputError
+from hotshard.errors import HotshardError, InputError
 from hotshard.profile.counting import (
     MAX_COUNT,
     SIZE_QUANTILES,
@@ -355,11 +355,11 @@ def _time_sections(s: _Session, key: str, types: dict[str, str], head_keys: list
                          len(head_keys), fine_table="hs_fine")
 
 
-class _OutOfOrder(Exception):
+class _OutOfOrder(HotshardError):
     """The input's rows are not in time order: the stream must be sorted."""
 
 
-class _Stopped(Exception):
+class _Stopped(HotshardError):
     """The locality pass was cancelled (the profile failed or was interrupted)."""
 
 
