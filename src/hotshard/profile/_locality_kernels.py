@@ -22,7 +22,7 @@ leading zeros) and the bin inside it by comparing with the integer bounds of its
 ``joint_pass`` is the same pass, keeping instead the joint histogram of reuse-time bin and
 stack-distance bin per class (what ``workload.locality_order`` corrects its reuse times by).
 
-``shards_pass`` is SHARDS (spatially hashed sampling) with an exact window: every reference
+``shards_chunk`` is SHARDS (spatially hashed sampling) with an exact window: every reference
 through a small exact LRU stack of the most recent keys (the same structures, over a table of
 the window's keys with backward-shift deletion), the sampled keys' references through a
 stack of their own (``shards_sample`` picks them, by a mixed hash).

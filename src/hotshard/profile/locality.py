@@ -355,18 +355,18 @@ def measure_locality(keys: NDArray, *, order: str = "file",
     sample_rate : float, optional
         None (default): exact, unless the stream has more than ``EXACT_MAX_KEYS`` distinct
         keys, then SHARDS at ``SAMPLE_RATE``. 1: exact whatever the size. R in (0, 1):
-        SHARDS at rate R (``shards_pass``).
+        SHARDS at rate R (``StreamLocality``, with the exact window).
 
     Notes
     -----
-    Where sampling starts (``EXACT_MAX_KEYS`` = 2^22 distinct keys), measured on one core
-    (``benchmarks/bench_locality.py``): the exact pass costs about 60 bytes a distinct key
-    (hash table, stack, positions) plus 4 a reference, and runs at 35-50 M references/s while
-    its keys' state stays in cache (orm-busy: 5 M references, 76 K keys), but at 5.7 M/s and
-    +830 MB on 100 M references over 7.3 M keys in independent order (every cold key a
-    cache miss), where SHARDS at R = 0.1 runs at 20 M/s in +260 MB with its curve within
-    0.01. Past 4 M keys the exact pass would cost more than the rest of the profile; the key
-    count is found by the pass itself, which stops there and starts over sampled.
+    Where sampling starts (``EXACT_MAX_KEYS`` = 2^20 distinct keys): the exact pass costs
+    about 60 bytes a distinct key (hash table, stack, positions) and runs at 35-50 M
+    references/s while its keys' state stays in cache (orm-busy: 5 M references, 76 K keys),
+    but at 4-6 M/s once it does not (a cold stream of 3-4 M keys: every key a cache miss),
+    where SHARDS at R = 0.1 with its exact window runs at 7-10 M/s with its curve within
+    0.004 of the exact one (``benchmarks/bench_profile_time.py``'s trace). Past 1 M keys a
+    profile's time goes mostly to this pass, so it samples there; the key count is found by
+    the pass itself (or given by the engine), which stops and starts over sampled.
     """
     from hotshard.profile._locality_kernels import dense_ids, stack_pass
 

@@ -26,6 +26,7 @@ however the run is cut into chunks or workers.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,9 @@ from hotshard.workload._sorting import sort_run
 from hotshard.workload.profile_sampler import largest_remainder
 
 __all__ = ["CascadeArrivals"]
+
+
+_KEPT_BINS = 3  # bins kept made: the chunks that threads make at once span at most these
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class CascadeArrivals:
     _stretch: float = field(init=False, repr=False)
     _starts: NDArray[np.float64] = field(init=False, repr=False)
     _widths: NDArray[np.float64] = field(init=False, repr=False)
+    _made: dict = field(init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         res = self.model.resolution_s
@@ -75,6 +81,35 @@ class CascadeArrivals:
         object.__setattr__(self, "_stretch", stretch)
         object.__setattr__(self, "_widths", widths)
         object.__setattr__(self, "_starts", np.concatenate([[0.0], np.cumsum(widths)[:-1]]))
+        # the last bins made, kept: a run longer than the profile's span stretches each bin
+        # over many chunks (2e9 requests of an hour's profile: 3e7 a bin, 33 chunks), and each
+        # chunk would otherwise make its whole bin again
+        object.__setattr__(self, "_made", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def __getstate__(self) -> dict:
+        """Pickled (to a drive process) without its kept bins and its lock."""
+        state = dict(self.__dict__)
+        state.pop("_made", None)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_made", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def _bin(self, b: int) -> NDArray[np.float64]:
+        """``_bin_times(b)``, made once while chunks are in it (the two latest bins kept)."""
+        with self._lock:
+            if b in self._made:
+                return self._made[b]
+        times = self._bin_times(b)
+        with self._lock:
+            self._made[b] = times
+            while len(self._made) > _KEPT_BINS:  # the oldest made goes first
+                self._made.pop(next(iter(self._made)))
+        return times
 
     def _bin_times(self, b: int) -> NDArray[np.float64]:
         """Sorted offsets (s from the run's start) of bin ``b``'s requests."""
@@ -119,7 +154,7 @@ class CascadeArrivals:
         for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
             b = int(ordered[lo])
             mine = slice(lo, hi) if order is None else order[lo:hi]
-            out[mine] = self._bin_times(b)[rows[mine] - self._cum[b]]
+            out[mine] = self._bin(b)[rows[mine] - self._cum[b]]
         return out
 
     def seconds_for(self, events: int) -> float:
