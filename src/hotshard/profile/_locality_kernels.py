@@ -25,7 +25,7 @@ stack-distance bin per class (what ``workload.locality_order`` corrects its reus
 ``shards_chunk`` is SHARDS (spatially hashed sampling) with an exact window: every reference
 through a small exact LRU stack of the most recent keys (the same structures, over a table of
 the window's keys with backward-shift deletion), the sampled keys' references through a
-stack of their own (``shards_sample`` picks them, by a mixed hash).
+stack of their own (``sampled_keys`` picks them, by a mixed hash).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from numba.extending import intrinsic
 
 __all__ = ["dense_ids", "joint_pass", "key_table", "log_bin", "lookup_ids", "new_shards",
            "new_stack", "pass_chunk", "sample_group", "sampled_keys", "shards_chunk",
-           "shards_sample", "stack_pass"]
+           "stack_pass"]
 
 _ONE = np.uint64(1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -356,21 +356,6 @@ def _sampled(h: int, threshold: int) -> bool:
     m *= np.uint64(0xBF58476D1CE4E5B9)
     m ^= m >> np.uint64(32)
     return np.int64(m & np.uint64(0xFFFFFF)) < threshold
-
-
-@njit(cache=True)
-def shards_sample(hashes: np.ndarray, threshold: int) -> np.ndarray:
-    """The references of the sampled keys (``_sampled``), in order."""
-    n = 0
-    for i in range(hashes.size):
-        n += _sampled(hashes[i], threshold)
-    out = np.empty(n, dtype=np.int64)
-    j = 0
-    for i in range(hashes.size):
-        if _sampled(hashes[i], threshold):
-            out[j] = hashes[i]
-            j += 1
-    return out
 
 
 @njit(cache=True)

@@ -398,10 +398,10 @@ def measure_locality(keys: NDArray, *, order: str = "file",
 def _measure_shards(hashes: NDArray[np.int64], order: str, rate: float,
                     lows: NDArray[np.int64]) -> Locality:
     """``measure_locality`` by SHARDS at ``rate`` with an exact window (see the module)."""
-    from hotshard.profile._locality_kernels import dense_ids, shards_sample
+    from hotshard.profile._locality_kernels import dense_ids, sampled_keys
 
     threshold = max(int(rate * _SHARDS_MODULUS), 1)
-    sampled = shards_sample(hashes, threshold)
+    sampled = hashes[sampled_keys(hashes, threshold)]
     if sampled.size == 0:
         raise ProfileError(f"locality: a SHARDS sample at rate {rate:g} keeps no reference "
                            "of this stream; use a higher rate or the exact pass")

@@ -191,7 +191,7 @@ def _key_seeds(n_keys: int, seed: int) -> np.ndarray:
 def _plan_runs(counts, k0: int, k1: int, row, cdf, guide, lo, width, seeds, n: int, own_u,
                warp_y, warp_row):
     """Every key's runs (module notes): arrays key, kind, first draw, count, first instant
-    (unwrapped), offset, stretch, modulus. An own-row key (``warp_row`` >= 0) has runs per
+    (unwrapped), offset, stretch. An own-row key (``warp_row`` >= 0) has runs per
     window of its timeline (``own_u``: its cumulative shares at the window edges, ``warp_y``:
     the run's at the same edges): each window's share of its requests (largest remainder),
     laid out on a circle of that window's length. Keys ``k0`` to ``k1`` (a batch: the caller
@@ -204,7 +204,6 @@ def _plan_runs(counts, k0: int, k1: int, row, cdf, guide, lo, width, seeds, n: i
     rt = np.empty(cap, np.float64)
     roff = np.empty(cap, np.float64)
     rs = np.empty(cap, np.float64)
-    rmod = np.empty(cap, np.float64)
     m = 0
     for k in range(k0, k1):
         c = counts[k]
@@ -218,11 +217,11 @@ def _plan_runs(counts, k0: int, k1: int, row, cdf, guide, lo, width, seeds, n: i
                 total += _exp(_draw(seeds[k], j))
             if m + 1 > rk.size:
                 rk, kind, rj, rc = _grown(rk), _grown(kind), _grown(rj), _grown(rc)
-                rt, roff, rs, rmod = _grown(rt), _grown(roff), _grown(rs), _grown(rmod)
+                rt, roff, rs = _grown(rt), _grown(roff), _grown(rs)
             rk[m], kind[m], rj[m], rc[m] = k, _IRM, 0, c
             rs[m] = n / total
             rt[m] = _exp(_draw(seeds[k], 0)) * rs[m]
-            roff[m], rmod[m] = 0.0, n
+            roff[m] = 0.0
             m += 1
             continue
         # the windows this key is laid out in: the whole circle, or its timeline's
@@ -248,15 +247,15 @@ def _plan_runs(counts, k0: int, k1: int, row, cdf, guide, lo, width, seeds, n: i
                     if m + 1 > rk.size:
                         rk, kind, rj, rc = _grown(rk), _grown(kind), _grown(rj), _grown(rc)
                         rt, roff = _grown(rt), _grown(roff)
-                        rs, rmod = _grown(rs), _grown(rmod)
+                        rs = _grown(rs)
                     rk[m], kind[m], rj[m], rc[m] = k, _OWN if own else _REST, j + i, 0
                     rt[m], roff[m] = t, a - this * length
-                    rs[m], rmod[m] = stretch, length
+                    rs[m] = stretch
                     lap = this
                     m += 1
                 rc[m - 1] += 1
             j += here
-    return rk[:m], kind[:m], rj[:m], rc[:m], rt[:m], roff[:m], rs[:m], rmod[:m]
+    return rk[:m], kind[:m], rj[:m], rc[:m], rt[:m], roff[:m], rs[:m]
 
 
 @njit(cache=True)
@@ -288,7 +287,7 @@ def _grown(a):
 
 
 @njit(cache=True, inline="always")
-def _at(q: int, kind, rt, roff, rmod, n: int, warp_u, warp_y, warped: bool) -> float:
+def _at(q: int, kind, rt, roff, n: int, warp_u, warp_y, warped: bool) -> float:
     """Run ``q``'s next instant in run time."""
     x = rt[q] + roff[q]
     if kind[q] == _OWN or not warped:
@@ -297,13 +296,13 @@ def _at(q: int, kind, rt, roff, rmod, n: int, warp_u, warp_y, warped: bool) -> f
 
 
 @njit(cache=True)
-def _queue_all(kind, rt, roff, rmod, n: int, warp_u, warp_y, warped: bool, units: int,
+def _queue_all(kind, rt, roff, n: int, warp_u, warp_y, warped: bool, units: int,
                n_windows: int):
     """The calendar queue: every run under the window of its first instant."""
     head = np.full(n_windows, -1, np.int64)
     link = np.full(kind.size, -1, np.int64)
     for q in range(kind.size - 1, -1, -1):
-        w = min(int(_at(q, kind, rt, roff, rmod, n, warp_u, warp_y, warped) // units),
+        w = min(int(_at(q, kind, rt, roff, n, warp_u, warp_y, warped) // units),
                 n_windows - 1)
         link[q] = head[w]
         head[w] = q
@@ -312,7 +311,7 @@ def _queue_all(kind, rt, roff, rmod, n: int, warp_u, warp_y, warped: bool, units
 
 @njit(cache=True, nogil=True)
 def _window(w: int, units: int, n: int, n_windows: int, head, link, rk, kind, rj, rc, rt,
-            roff, rs, rmod, seeds, row, cdf, guide, lo, width, warp_u, warp_y, warped: bool,
+            roff, rs, seeds, row, cdf, guide, lo, width, warp_u, warp_y, warped: bool,
             frac_bits: int, owner_bits: int, out: np.ndarray, m: int) -> int:
     """Write window ``w``'s instants, as packed words relative to its start, into ``out``
     from ``out[m]`` on, re-queueing each run under the window of its next instant. Returns
@@ -326,9 +325,7 @@ def _window(w: int, units: int, n: int, n_windows: int, head, link, rk, kind, rj
         q = head[w]
         k = rk[q]
         while rc[q] > 0:
-            x = rt[q] + roff[q]
-            y = x if kind[q] == _OWN or not warped else \
-                _warp(x / n, warp_u, warp_u.shape[0] - 1, warp_y) * n
+            y = _at(q, kind, rt, roff, n, warp_u, warp_y, warped)
             if y >= end:
                 break
             if m == out.size:
@@ -342,9 +339,7 @@ def _window(w: int, units: int, n: int, n_windows: int, head, link, rk, kind, rj
                               width)
         head[w] = link[q]
         if rc[q] > 0:  # its next instant lies in a later window
-            x = rt[q] + roff[q]
-            y = x if kind[q] == _OWN or not warped else \
-                _warp(x / n, warp_u, warp_u.shape[0] - 1, warp_y) * n
+            y = _at(q, kind, rt, roff, n, warp_u, warp_y, warped)
             to = min(max(int(y // units), w + 1), n_windows - 1)
             link[q] = head[to]
             head[to] = q
@@ -409,9 +404,9 @@ class LocalityStream:
                                           self.warp_row))
                 k0 = k1
         self.runs = tuple(np.concatenate([b[i] for b in batches]) if batches
-                          else np.zeros(0) for i in range(8))
-        rk, kind, rj, rc, rt, roff, rs, rmod = self.runs
-        self.head, self.link = _queue_all(kind, rt, roff, rmod, self.n, self.warp_u,
+                          else np.zeros(0) for i in range(7))
+        rk, kind, rj, rc, rt, roff, rs = self.runs
+        self.head, self.link = _queue_all(kind, rt, roff, self.n, self.warp_u,
                                           self.warp_y, self.warped, self.units,
                                           self.n_windows)
         self.window = 0
