@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from hotshard import cli as cli_module
@@ -25,6 +27,33 @@ def test_a_signal_inside_a_compiled_kernel_is_an_interrupt(monkeypatch, capsys, 
     assert cli_module.main(["fit", "x"]) == code
     err = capsys.readouterr().err
     assert err == f"hotshard: {word} (files being written were removed)\n"
+
+
+@pytest.mark.parametrize("handler,code,word", [
+    (cli_module._on_sigint, 130, "interrupted"),
+    (cli_module._on_sigterm, 143, "terminated"),
+])
+def test_a_signal_an_engine_turns_into_its_own_error_is_an_interrupt(monkeypatch, capsys,
+                                                                      handler, code, word):
+    """DuckDB runs the handler inside a query, keeps the handler's exception to itself, and
+    raises its own ("Query interrupted"), or a wrapper turns that into a one-line error:
+    the run still ends as the signal says, in one line."""
+    from hotshard.errors import InputError
+
+    for raised in (RuntimeError("Query interrupted"),
+                   InputError("cannot count x.parquet: Query interrupted")):
+        def query_interrupted(ctx, raised=raised):
+            with contextlib.suppress(BaseException):  # swallowed by the engine
+                handler(None, None)
+            raise raised
+
+        monkeypatch.setattr(cli_module.cli, "invoke", query_interrupted)
+        assert cli_module.main(["fit", "x"]) == code
+        assert capsys.readouterr().err == f"hotshard: {word} (files being written were removed)\n"
+    # and the next run in the process starts with no signal on record
+    monkeypatch.setattr(cli_module.cli, "invoke", lambda ctx: (_ for _ in ()).throw(
+        InputError("a real mistake")))
+    assert cli_module.main(["fit", "x"]) == 2
 
 
 def test_another_system_error_is_not_swallowed(monkeypatch):

@@ -94,12 +94,27 @@ class Terminated(BaseException):
     """SIGTERM arrived: unwind like Ctrl-C so atomic writers remove their temporary files."""
 
 
+# the Ctrl-C or SIGTERM of this run, once one arrived: an engine may turn the exception the
+# handler raised into its own ("Query interrupted", a dispatcher's SystemError), and the run
+# still ends as interrupted, not with that error
+_SIGNALLED: list[BaseException] = []
+
+
 def _on_sigterm(signum, frame) -> None:
-    raise Terminated()
+    exc = Terminated()
+    _SIGNALLED.append(exc)
+    raise exc
+
+
+def _on_sigint(signum, frame) -> None:
+    exc = KeyboardInterrupt()
+    _SIGNALLED.append(exc)
+    raise exc
 
 
 def _interruption(exc: BaseException) -> BaseException | None:
-    """The Ctrl-C or SIGTERM an exception was raised in the handling of, if any."""
+    """The Ctrl-C or SIGTERM an exception was raised in the handling of, if any: in its
+    chain of causes, or the signal that arrived while the run was under way."""
     seen = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -107,14 +122,17 @@ def _interruption(exc: BaseException) -> BaseException | None:
         if isinstance(cause, KeyboardInterrupt | Terminated):
             return cause
         cause = cause.__cause__ or cause.__context__
-    return None
+    return _SIGNALLED[0] if _SIGNALLED else None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
-    previous = None
+    previous = {}
+    _SIGNALLED.clear()
     with contextlib.suppress(ValueError):  # not the main thread (embedded): leave signals be
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
     try:
         # make_context + invoke, not cli.main: main() turns a broken pipe into exit 1 itself
         args = sys.argv[1:] if argv is None else list(argv)
@@ -122,44 +140,45 @@ def main(argv: list[str] | None = None) -> int:
             rv = cli.invoke(ctx)
     except click.exceptions.Exit as exc:  # --help, --version, and `Exit(1)` of --verify
         return exc.exit_code
-    except HotshardError as exc:
+    except BaseException as exc:
+        status = _exit_status(exc)
+        if status is None:
+            raise
+        return status
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return rv if isinstance(rv, int) else 0
+
+
+def _exit_status(exc: BaseException) -> int | None:
+    """The exit status of a run that raised ``exc``, its line said; None: not ours to
+    handle (a bug: its traceback is wanted)."""
+    interruption = _interruption(exc)
+    if interruption is not None or isinstance(exc, click.exceptions.Abort):
+        # Ctrl-C or SIGTERM, also when an engine raised its own error on the way out
+        if isinstance(interruption, Terminated):
+            click.echo("hotshard: terminated (files being written were removed)", err=True)
+            return 143
+        click.echo("hotshard: interrupted (files being written were removed)", err=True)
+        return 130
+    if isinstance(exc, HotshardError):
         click.echo(f"hotshard: error: {exc}", err=True)
         return 2
-    except _NO_ARGS_IS_HELP as exc:
+    if isinstance(exc, _NO_ARGS_IS_HELP):
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         return 2
-    except click.UsageError as exc:
+    if isinstance(exc, click.UsageError):
         hint = f" (see 'hotshard {exc.ctx.command_path.split(' ', 1)[1]} --help')" if (
             exc.ctx and " " in exc.ctx.command_path) else " (see 'hotshard --help')"
         message = " ".join(exc.format_message().split())  # click's choice lists span lines
         click.echo(f"hotshard: error: {message}{hint}", err=True)
         return 2
-    except click.ClickException as exc:
+    if isinstance(exc, click.ClickException):
         click.echo(f"hotshard: error: {exc.format_message()}", err=True)
         return 2
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("hotshard: interrupted (files being written were removed)", err=True)
-        return 130
-    except Terminated:
-        click.echo("hotshard: terminated (files being written were removed)", err=True)
-        return 143
-    except SystemError as exc:
-        # a signal during a compiled (numba) kernel: the handler's exception surfaces as the
-        # dispatcher's SystemError ("returned a result with an exception set"), the
-        # interruption as its context
-        signal_exc = _interruption(exc)
-        if signal_exc is None:
-            raise
-        if isinstance(signal_exc, Terminated):
-            click.echo("hotshard: terminated (files being written were removed)", err=True)
-            return 143
-        click.echo("hotshard: interrupted (files being written were removed)", err=True)
-        return 130
-    except BrokenPipeError:  # the reader went away (| head): not an error
+    if isinstance(exc, BrokenPipeError):  # the reader went away (| head): not an error
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return rv if isinstance(rv, int) else 0
+    return None
