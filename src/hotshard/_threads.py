@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["Background", "run_in_thread"]
+__all__ = ["Background", "Pipe", "run_in_thread"]
 
 T = TypeVar("T")
 
@@ -34,6 +34,14 @@ class Background:
         except BaseException as exc:  # re-raised in the waiting thread
             self._box["error"] = exc
 
+    def done(self) -> bool:
+        """Whether the work has ended (returned or raised)."""
+        return not self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        """Wait at most ``timeout`` s for the work to end."""
+        self._thread.join(timeout)
+
     def finish(self) -> None:
         """Wait for the thread to end, whatever it returns or raises (nothing is kept)."""
         while self._thread.is_alive():
@@ -52,6 +60,63 @@ class Background:
         if "error" in self._box:
             raise self._box["error"]  # type: ignore[misc]
         return self._box["value"]  # type: ignore[return-value]
+
+
+class Pipe:
+    """``consume(item)`` for each item ``put``, in order, on a thread of its own, so a
+    producer (a DuckDB scan) and a consumer that releases the GIL (a compiled pass) use two
+    cores. At most ``depth`` items wait; an error in ``consume`` is raised by the next
+    ``put`` or by ``close``."""
+
+    _END = object()
+
+    def __init__(self, consume: Callable[[object], None], depth: int = 2):
+        import queue
+
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(consume,), daemon=True)
+        self._thread.start()
+
+    def _run(self, consume: Callable[[object], None]) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            if self._error is None:
+                try:
+                    consume(item)
+                except BaseException as exc:  # raised again in the producer
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, item: object) -> None:
+        """Queue ``item`` (waiting while ``depth`` items wait)."""
+        import queue
+
+        self._raise()
+        while True:
+            try:
+                self._queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                self._raise()
+
+    def close(self) -> None:
+        """Wait until every item is consumed; raise the consumer's error, if any."""
+        self.stop()
+        self._raise()
+
+    def stop(self) -> None:
+        """End the thread once the queued items are done (they are consumed, or skipped
+        after an error); idempotent."""
+        if self._thread.is_alive():
+            self._queue.put(self._END)
+            while self._thread.is_alive():
+                self._thread.join(0.2)
 
 
 def run_in_thread(work: Callable[[], T], tick: Callable[[float], None] | None = None,

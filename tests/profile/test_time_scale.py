@@ -107,3 +107,54 @@ def test_sigterm_mid_pass_ends_the_run_cleanly_and_writes_nothing(tmp_path):
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
     assert not out.exists()
     assert not list(tmp_path.glob("hotshard-duckdb-*"))
+
+
+def _time_sections(path: Path, monkeypatch=None, streamed: bool = True) -> dict:
+    """The profile's time sections (and locality) of ``path`` by the library call; with
+    ``streamed`` False the locality stream is given no plan, so the windows are counted
+    by their own scans."""
+    from hotshard.profile.count import count_profile
+    from hotshard.profile.engines import duckdb_engine
+
+    if not streamed:
+        monkeypatch.setattr(duckdb_engine, "_stream_plan", lambda *a: None)
+    doc = count_profile([str(path)], key="channel", time_col="ts").to_dict()
+    return {k: doc[k] for k in ("rate", "arrivals", "timelines", "locality")}
+
+
+def test_a_stream_in_time_order_counts_its_windows_as_the_scans_do(tmp_path, monkeypatch):
+    """A log in time order: the locality stream counts the 10 ms windows and the head's
+    timelines as it reads them (no scan of their own), to the count of the scans, across
+    its batches (2^20 rows; at 40,000 req/s a 10 ms window straddles each boundary)."""
+    from hotshard.profile.engines import duckdb_engine
+
+    trace = _trace(tmp_path / "t.parquet", 2_500_000, rate=40_000.0)
+    scans = []
+    real = duckdb_engine._fine_counts
+
+    def counted(*args):
+        scans.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(duckdb_engine, "_fine_counts", counted)
+    streamed = _time_sections(trace)
+    assert not scans  # the stream counted them
+    by_scans = _time_sections(trace, monkeypatch, streamed=False)
+    assert scans
+    assert streamed == by_scans
+
+
+def test_a_log_out_of_order_late_is_counted_by_the_scans_all_the_same(tmp_path):
+    """One request 5 ms back in time, past the stream's first batch: the stream finds the
+    file out of order only then, drops what it counted, and the profile is the sorted
+    file's."""
+    table = pq.read_table(_trace(tmp_path / "t.parquet", 1_500_000))
+    ts = table.column("ts").to_numpy().copy()
+    i = 1_400_000
+    ts[i + 1] = ts[i] - 5
+    late = table.set_column(1, "ts", pa.array(ts))
+    pq.write_table(late, tmp_path / "late.parquet")
+    order = np.argsort(ts, kind="stable")
+    pq.write_table(late.take(order), tmp_path / "sorted.parquet")
+    assert _time_sections(tmp_path / "late.parquet") == \
+        _time_sections(tmp_path / "sorted.parquet")

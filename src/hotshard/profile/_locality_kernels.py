@@ -97,7 +97,7 @@ def _bin(value: int, small: np.ndarray, lo: np.ndarray, per_octave: int, top: in
     return min(log_bin(value, lo, per_octave), top)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _probe(table: np.ndarray, shift: int, h: int) -> int:
     """The slot of hash ``h`` in ``table``: its own, or the empty one where it goes."""
     mask = (1 << shift) - 1
@@ -358,7 +358,7 @@ def _sampled(h: int, threshold: int) -> bool:
     return np.int64(m & np.uint64(0xFFFFFF)) < threshold
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _window_drop(table, shift: int, h: int) -> None:
     """Remove hash ``h`` from the window's table (backward-shift deletion: the entries after
     it in its probe run move up, so no tombstone is left)."""

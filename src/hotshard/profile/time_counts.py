@@ -46,7 +46,7 @@ from hotshard.profile.arrivals import (
 from hotshard.profile.timelines import DETAIL_BINS, WINDOWS, Timelines, timelines_from_fine
 
 __all__ = ["FINE_S", "DuckRunner", "SqlRunner", "fine_window", "measure_arrivals",
-           "measure_timelines", "time_sections", "time_span"]
+           "measure_timelines", "sub_windows", "time_sections", "time_span"]
 
 FINE_S = 0.01                 # the finest window (the cascade's last level)
 EVENTS = "hs_events"          # the relation every statement reads: (k, t)
@@ -82,9 +82,21 @@ def fine_window(time_sql: str) -> str:
     return f"CAST(floor({time_sql} / {_q(FINE_S)}) AS BIGINT)"
 
 
+def sub_windows(fine: NDArray[np.int64], start: float, end: float) -> NDArray[np.int64]:
+    """The timelines' sub-window of each 10 ms window of the epoch ``fine`` (``fine_window``)
+    in the span [start, end]: the statements' expression (module notes) in numpy, the same
+    IEEE operations in the same order, so the same sub-window to the last request. For an
+    engine that counts a stream it reads in time order itself."""
+    first, last = math.floor(start / FINE_S), math.floor(end / FINE_S)
+    bins = WINDOWS * DETAIL_BINS
+    sub = np.floor((np.asarray(fine, dtype=np.int64) - first).astype(np.float64) * bins
+                   / max(last - first, 1)).astype(np.int64)
+    return np.minimum(sub, bins - 1)
+
+
 def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
                   head_table: str | None = None, n_head: int = 0,
-                  fine_table: str | None = None
+                  fine_table: str | None = None, head_counts: NDArray[np.int64] | None = None
                   ) -> tuple[ArrivalModel | None, Timelines | None]:
     """(arrivals, timelines) of ``hs_events`` over [start, end] (``time_span``), with the
     timestamps' ``tick`` (``time_units.timestamp_tick``): below it neither a dispersion is
@@ -93,7 +105,9 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     counts every request's 10 ms window, a second the head keys' requests (a join on a
     table of a few hundred keys); the rest works on the counts. ``fine_table``: the 10 ms
     counts already made by an engine's own scan (columns ``w``, ``fine_window`` of the time;
-    ``keyed``, whether the row has a key; ``c``), so the first scan is not made again."""
+    ``keyed``, whether the row has a key; ``c``), so the first scan is not made again;
+    ``head_counts``: the head keys' requests by sub-window (``n_head`` x sub-windows, by
+    ``sub_windows``), already counted by the engine, so the second is not either."""
     if not end > start:
         return None, None
     # windows count from the first request's 10 ms window of the epoch grid
@@ -105,7 +119,7 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
         run.materialize("hs_w1", f"SELECT w - {first} AS w, sum(c) AS c FROM {fine_table} "
                                  "WHERE keyed GROUP BY 1")
     arrivals = _arrivals(run, start, end, tick, last - first)
-    if head_table is None or n_head < 1:
+    if n_head < 1 or (head_table is None and head_counts is None):
         return arrivals, None
     # a sub-window is a run of whole 10 ms windows: sub-window floor(w * bins / n_fine), the
     # span being n_fine windows long (so a span of whole minutes cuts on minutes, as the
@@ -120,10 +134,13 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     totals = np.zeros(bins, dtype=np.int64)
     for b, c in run.rows(f"SELECT {sub('w')} AS b, sum(c) FROM hs_w1 GROUP BY 1"):
         totals[min(int(b), bins - 1)] += int(c)
-    fine = np.zeros((n_head, bins), dtype=np.int64)
-    for i, b, c in run.rows(f"SELECT h.i, {sub(w)} AS b, count(*) FROM {EVENTS} AS e "
-                            f"JOIN {head_table} AS h ON e.k = h.k GROUP BY 1, 2"):
-        fine[int(i), min(int(b), bins - 1)] += int(c)
+    if head_counts is not None:
+        fine = np.asarray(head_counts, dtype=np.int64).reshape(n_head, bins)
+    else:
+        fine = np.zeros((n_head, bins), dtype=np.int64)
+        for i, b, c in run.rows(f"SELECT h.i, {sub(w)} AS b, count(*) FROM {EVENTS} AS e "
+                                f"JOIN {head_table} AS h ON e.k = h.k GROUP BY 1, 2"):
+            fine[int(i), min(int(b), bins - 1)] += int(c)
     return arrivals, timelines_from_fine(start, end - start, fine, totals, WINDOWS)
 
 

@@ -259,9 +259,14 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
         if spec.counts:
             check_key_total(spec.counts, top_key, top_n)
         overall = _dist(s, "kc_all", "k IS NOT NULL AND n > 0")
-        # the locality pass, on a core of its own beside the aggregations that follow
+        # the locality pass, on a core of its own beside the aggregations that follow; on a
+        # stream in time order it also counts the time sections' windows as it reads them
+        timed = spec.time and not spec.counts
+        plan = None
         if spec.locality and not spec.counts and rows - null_keys > 0:
-            job = _LocalityJob(s, key, types, int(rows - null_keys))
+            if timed and null_keys == 0:
+                plan = _stream_plan(s, types, overall.head_keys)
+            job = _LocalityJob(s, key, types, int(rows - null_keys), plan)
         operations = {}
         if spec.op:
             ops = [r[0] for r in s.sql("SELECT DISTINCT o FROM kco WHERE k IS NOT NULL AND "
@@ -275,14 +280,23 @@ def count(spec: CountSpec, progress: Progress | None = None) -> RawCounts:
                          stage="payload-size quantiles").fetchone()[0]
             if vals is not None:
                 sizes = {str(q): float(v) for q, v in zip(SIZE_QUANTILES, vals, strict=True)}
-        second_counts = window = span = None
+        locality = second_counts = window = span = arrivals = timelines = None
+        head_counts, fine = None, "hs_fine"
+        if plan is not None and job.in_order():
+            # the stream was in time order: it counted the windows as it went
+            locality = job.wait()
+            head_counts, fine = job.head_counts, job.FINE
         if spec.time:
-            second_counts, window, span = _per_second(s, types[spec.time], key)
+            if head_counts is None:
+                fine = _fine_counts(s, types[spec.time], key)
+            second_counts, window, span = _per_second(s, fine)
+            if plan is not None and span != plan.span:
+                head_counts = None  # not the span they were counted in (never expected)
         key_type = "int64" if types[spec.key] in _INT_TYPES else "string"
-        locality = arrivals = timelines = None
-        if spec.time and not spec.counts:
-            arrivals, timelines = _time_sections(s, key, types, overall.head_keys, span)
-        if job is not None:
+        if timed:
+            arrivals, timelines = _time_sections(s, key, types, overall.head_keys, span,
+                                                 fine, head_counts)
+        if job is not None and locality is None:
             locality = job.wait()
         placement = {}
         if spec.placements:
@@ -330,10 +344,13 @@ class _Runner:
 
 
 def _time_sections(s: _Session, key: str, types: dict[str, str], head_keys: list[str],
-                   span: tuple[float, float] | None):
+                   span: tuple[float, float] | None, fine: str,
+                   head_counts: np.ndarray | None = None):
     """(arrivals, timelines): counts in windows, as ``profile.time_counts`` defines them,
     aggregated inside DuckDB (out of core); a few thousand numbers come out. ``span``: the
-    first and last time of the keyed requests (``_per_second`` found them)."""
+    first and last time of the keyed requests (``_per_second`` found them); ``fine``: the
+    10 ms counts' table; ``head_counts``: the head's timelines, when the locality stream
+    counted them."""
     from hotshard.profile.time_counts import EVENTS, time_sections
     from hotshard.profile.time_units import timestamp_tick
 
@@ -344,15 +361,46 @@ def _time_sections(s: _Session, key: str, types: dict[str, str], head_keys: list
           f"{t} AS t FROM {s.source}) WHERE k IS NOT NULL AND isfinite(t)")
     sample = s.sql(f"SELECT t FROM {EVENTS} LIMIT 100000").fetchnumpy()["t"]
     tick = timestamp_tick(np.asarray(sample, dtype=np.float64))
-    head = None
-    if head_keys:
-        _temp_table(s.con, "head_names", {"i": np.arange(len(head_keys), dtype=np.int64),
-                                          "name": [str(k) for k in head_keys]})
-        s.sql("CREATE OR REPLACE TEMP TABLE hs_head AS SELECT k, i FROM kc_all JOIN head_names "
-              "ON CAST(k AS VARCHAR) = name")
-        head = "hs_head"
+    head = _head_table(s, head_keys) if head_keys and head_counts is None else None
     return time_sections(_Runner(s, "measuring arrivals and timelines"), *span, tick, head,
-                         len(head_keys), fine_table="hs_fine")
+                         len(head_keys), fine_table=fine, head_counts=head_counts)
+
+
+def _head_table(s: _Session, head_keys: list[str]) -> str:
+    """``hs_head``: (k, the key as the data holds it; i, its place in the head)."""
+    _temp_table(s.con, "head_names", {"i": np.arange(len(head_keys), dtype=np.int64),
+                                      "name": [str(k) for k in head_keys]})
+    s.sql("CREATE OR REPLACE TABLE hs_head AS SELECT k, i FROM kc_all JOIN head_names "
+          "ON CAST(k AS VARCHAR) = name")
+    return "hs_head"
+
+
+class _StreamPlan:
+    """What the locality stream counts besides, when its input is in time order: the 10 ms
+    windows (``hs_fine``'s rows) and the head keys' requests by timelines' sub-window, which
+    needs the span beforehand (``_stream_plan``)."""
+
+    def __init__(self, span: tuple[float, float], head_keys: list[str]):
+        self.span, self.head_keys = span, head_keys
+
+
+def _stream_plan(s: _Session, types: dict[str, str], head_keys: list[str]) -> _StreamPlan | None:
+    """The plan when the span is known without a scan: every row keyed (the caller checks)
+    and the time an integer or a timestamp, so every time is finite and the span is the
+    column's min and max (from a Parquet file's statistics at no cost); else None, and the
+    windows are counted by their own scans."""
+    col_type = types[s.spec.time]
+    if not (col_type in _INT_TYPES or col_type.startswith("TIMESTAMP")):
+        return None
+    col = _q(s.spec.time)
+    t = _time_seconds(s, col_type)
+    low, high = s.sql(f"SELECT min({t}), max({t}) FROM (SELECT min({col}) AS {col} FROM "
+                      f"{s.source} UNION ALL SELECT max({col}) FROM {s.source})").fetchall()[0]
+    if low is None or not (np.isfinite(low) and np.isfinite(high)):
+        return None
+    if head_keys:
+        _head_table(s, head_keys)
+    return _StreamPlan((float(low), float(high)), head_keys)
 
 
 class _OutOfOrder(HotshardError):
@@ -366,16 +414,27 @@ class _Stopped(HotshardError):
 class _LocalityJob:
     """The locality section of the key stream in time order (``--time``; events at one
     instant in file order), or file order, measured in a thread of its own on a cursor of
-    the session while the main thread runs the other aggregations (the pass is one core's
-    work; DuckDB's scans take the other). 64-bit key hashes stream out of DuckDB in batches
-    into ``StreamLocality``, which holds only per-key state. A file already in time order (a
-    log usually is) is read as it lies; otherwise DuckDB sorts it, out of core."""
+    the session while the main thread runs the other aggregations. 64-bit key hashes stream
+    out of DuckDB in batches into ``StreamLocality``, which holds only per-key state, on a
+    thread of its own (the kernel releases the GIL), so reading the stream and the pass
+    overlap. A file already in time order (a log usually is) is read as it lies; otherwise
+    DuckDB sorts it, out of core.
 
-    def __init__(self, s: _Session, key: str, types: dict[str, str], events: int):
+    With a ``_StreamPlan`` (the span known beforehand), a stream found in time order is
+    also counted as it is read, for the time sections: its 10 ms windows (runs of equal
+    windows, since the times never go back) into the table ``FINE``, and the head keys'
+    requests by timelines' sub-window (``head_counts``): what two more scans of the file
+    would count, for the price of a few vector operations a batch."""
+
+    FINE = "hs_fine_stream"
+
+    def __init__(self, s: _Session, key: str, types: dict[str, str], events: int,
+                 plan: _StreamPlan | None = None):
         from hotshard._threads import Background
 
-        self.s, self.events, self.done = s, events, 0
+        self.s, self.events, self.done, self.plan = s, events, 0, plan
         self.sorting = self.stopped = False
+        self.head_counts: np.ndarray | None = None
         stream = f"SELECT {key} AS k"
         if s.spec.time:  # made here: the expression may query the main connection
             stream += f", {_time_seconds(s, types[s.spec.time])} AS t"
@@ -384,6 +443,7 @@ class _LocalityJob:
         # where it hashes), any other DuckDB's hash of it
         self.h = ("CAST(k AS BIGINT)" if types[s.spec.key] in _SIGNED_64 else "hash(k)")
         self.con = s.con.cursor()
+        self.writer = s.con.cursor() if plan is not None else None
         # the pass is one core's work: DuckDB keeps the others while it runs (on two cores,
         # its aggregations on one, the stream's scan and the pass on the other)
         self.threads = int(s.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
@@ -397,8 +457,17 @@ class _LocalityJob:
         with contextlib.suppress(self.s.duckdb.Error):
             self.con.interrupt()
         self.job.finish()
-        with contextlib.suppress(self.s.duckdb.Error):
-            self.con.close()
+        for con in (self.con, self.writer):
+            if con is not None:
+                with contextlib.suppress(self.s.duckdb.Error):
+                    con.close()
+
+    def in_order(self) -> bool:
+        """Wait until the stream is known to be in time order (the pass is done) or not
+        (DuckDB sorts it, and the windows are left to their own scans)."""
+        while not self.sorting and not self.job.done():
+            self.job.join(0.2)
+        return not self.sorting
 
     def wait(self):
         """The section, reporting the pass's progress while it is not done."""
@@ -432,15 +501,19 @@ class _LocalityJob:
 
             if spec.time:
                 try:
+                    counter = _WindowCounter(self) if self.plan is not None else None
                     return self._feed(f"SELECT {self.h}, t FROM ({self.stream}) WHERE k IS NOT "
-                                      "NULL", fresh(), check=True)
+                                      "NULL", fresh(), counter)
                 except _OutOfOrder:
-                    self.sorting, self.done = True, 0
+                    self.done = 0
+                    if self.writer is not None:
+                        self.writer.execute(f"DROP TABLE IF EXISTS {self.FINE}")
+                    self.sorting = True
                 query = (f"SELECT h FROM (SELECT {self.h} AS h, t, row_number() OVER () AS rn "
                          f"FROM ({self.stream}) WHERE k IS NOT NULL) ORDER BY t NULLS LAST, rn")
             else:
                 query = f"SELECT {self.h} FROM ({self.stream}) WHERE k IS NOT NULL"
-            return self._feed(query, fresh(), check=False)
+            return self._feed(query, fresh(), None, check=False)
         except self.s.duckdb.Error as exc:
             raise InputError(f"cannot read the key stream of {', '.join(spec.files[:3])}: "
                              f"{_first_line(exc)}") from None
@@ -453,15 +526,20 @@ class _LocalityJob:
             yield (batch.column(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False),
                    batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
 
-    def _feed(self, query: str, pass_, check: bool):
-        """Feed ``query``'s key hashes to ``pass_`` batch by batch (``check``: its second
-        column, the time, must never go back, else ``_OutOfOrder``)."""
+    def _feed(self, query: str, pass_, counter: _WindowCounter | None, check: bool = True):
+        """Feed ``query``'s key hashes to ``pass_`` batch by batch, on a thread of its own
+        (``check``: the second column, the time, must never go back, else ``_OutOfOrder``;
+        ``counter`` counts its windows)."""
+        from hotshard._threads import Pipe
+
         reader = self.con.sql(query).to_arrow_reader(1 << 20)
         last = -np.inf
+        pipe = Pipe(pass_.feed)
         try:
             for batch in reader:
                 if self.stopped:
                     raise _Stopped
+                hashes = batch.column(0).to_numpy(zero_copy_only=False)
                 if check:
                     t = batch.column(1).to_numpy(zero_copy_only=False).astype(np.float64)
                     if t.size and (not np.isfinite(t).all() or t[0] < last
@@ -469,11 +547,106 @@ class _LocalityJob:
                         raise _OutOfOrder
                     if t.size:
                         last = float(t[-1])
-                pass_.feed(batch.column(0).to_numpy(zero_copy_only=False))
+                pipe.put(hashes)
+                if counter is not None:
+                    counter.add(hashes, t)
                 self.done += batch.num_rows
+            pipe.close()
         finally:
+            pipe.stop()
             reader.close()  # a stream left open holds the connection
+        if counter is not None:
+            self.head_counts = counter.finish()
         return pass_.result()
+
+
+class _WindowCounter:
+    """The time sections' counts of a stream read in time order (``_LocalityJob``'s): runs
+    of equal 10 ms windows, written to ``_LocalityJob.FINE`` in blocks, and the head keys'
+    requests by sub-window."""
+
+    def __init__(self, job: _LocalityJob):
+        from hotshard.profile._locality_kernels import key_table
+        from hotshard.profile.timelines import DETAIL_BINS, WINDOWS
+
+        self.job, self.plan = job, job.plan
+        self.bins = WINDOWS * DETAIL_BINS
+        self.n_head = len(self.plan.head_keys)
+        self.counts = np.zeros(self.n_head * self.bins, dtype=np.int64)
+        self.table = None
+        if self.n_head:
+            heads = job.con.execute(f"SELECT {job.h}, i FROM (SELECT k, i FROM hs_head)"
+                                    ).fetchnumpy()
+            order = np.argsort(np.asarray(heads["i"]))
+            hashes = np.asarray(list(heads.values())[0], dtype=np.int64)[order]
+            self.index = np.asarray(heads["i"], dtype=np.int64)[order]
+            self.table, self.shift = key_table(np.ascontiguousarray(hashes))
+        job.writer.execute(f"CREATE OR REPLACE TABLE {job.FINE} (w BIGINT, keyed BOOLEAN, "
+                           "c BIGINT, lo DOUBLE, hi DOUBLE)")
+        self.pending: list[tuple[np.ndarray, ...]] = []
+        self.held = 0
+        self.carry: tuple[int, int, float, float] | None = None
+
+    def add(self, hashes: np.ndarray, t: np.ndarray) -> None:
+        from hotshard.profile._locality_kernels import lookup_ids
+        from hotshard.profile.time_counts import FINE_S, sub_windows
+
+        if t.size == 0:
+            return
+        w = np.floor(t / FINE_S).astype(np.int64)
+        if self.table is not None:
+            h = np.ascontiguousarray(hashes.view(np.int64) if hashes.dtype == np.uint64
+                                     else hashes.astype(np.int64, copy=False))
+            ids = lookup_ids(h, self.table, self.shift)
+            head = ids >= 0
+            if head.any():
+                cells = self.index[ids[head]] * self.bins + sub_windows(w[head], *self.plan.span)
+                self.counts += np.bincount(cells, minlength=self.counts.size)
+        edges = np.flatnonzero(w[1:] != w[:-1]) + 1
+        starts = np.concatenate(([0], edges))
+        ends = np.concatenate((edges, [w.size])) - 1
+        runs = [w[starts], ends - starts + 1, t[starts], t[ends]]
+        if self.carry is not None:
+            cw, cc, clo, _ = self.carry
+            if cw == runs[0][0]:   # the window goes on from the previous batch
+                runs[1][0] += cc
+                runs[2][0] = clo
+            else:
+                self._hold([np.array([v]) for v in self.carry])
+        self.carry = (int(runs[0][-1]), int(runs[1][-1]), float(runs[2][-1]),
+                      float(runs[3][-1]))
+        self._hold([r[:-1] for r in runs])
+
+    def _hold(self, runs: list[np.ndarray]) -> None:
+        self.pending.append(tuple(runs))
+        self.held += runs[0].size
+        if self.held >= 1 << 20:
+            self._write()
+
+    def _write(self) -> None:
+        import pyarrow as pa
+
+        if not self.pending:
+            return
+        cols = [np.concatenate([p[i] for p in self.pending]) for i in range(4)]
+        table = pa.table({"w": cols[0].astype(np.int64), "keyed": np.ones(cols[0].size, bool),
+                          "c": cols[1].astype(np.int64), "lo": cols[2].astype(np.float64),
+                          "hi": cols[3].astype(np.float64)})
+        writer = self.job.writer
+        writer.register("hs_fine_block", table)
+        try:
+            writer.execute(f"INSERT INTO {self.job.FINE} SELECT * FROM hs_fine_block")
+        finally:
+            writer.unregister("hs_fine_block")
+        self.pending, self.held = [], 0
+
+    def finish(self) -> np.ndarray:
+        """The head's counts (``n_head`` x sub-windows), once every window is written."""
+        if self.carry is not None:
+            self._hold([np.array([v]) for v in self.carry])
+            self.carry = None
+        self._write()
+        return self.counts.reshape(self.n_head, self.bins)
 
 
 def _time_seconds(s: _Session, col_type: str) -> str:
@@ -525,26 +698,34 @@ def _time_seconds(s: _Session, col_type: str) -> str:
     return expr
 
 
-def _per_second(s: _Session, col_type: str, key: str):
-    """((events in a second, seconds with that many), (first second, last second)) of every
-    row with a finite time, and (first, last) time of the keyed ones (the span of the
-    arrivals and timelines), from one scan that also counts every 10 ms window of the epoch
-    (``hs_fine``: the arrivals' windows, ``time_counts.fine_window``). A second is a hundred
-    10 ms windows."""
-    from hotshard.profile.time_counts import FINE_S, fine_window
+def _fine_counts(s: _Session, col_type: str, key: str) -> str:
+    """``hs_fine``: every row with a finite time counted by 10 ms window of the epoch
+    (``time_counts.fine_window``) and whether it has a key, with the window's first and last
+    time; one scan. Returns the table's name."""
+    from hotshard.profile.time_counts import fine_window
 
     t = _q(s.spec.time)
-    s.sql(f"CREATE TEMP TABLE hs_fine AS SELECT {fine_window('t')} AS w, keyed, count(*) AS c, "
-          f"min(t) AS lo, max(t) AS hi FROM (SELECT {_time_seconds(s, col_type)} AS t, "
-          f"{key} IS NOT NULL AS keyed FROM {s.source} WHERE {t} IS NOT NULL) "
-          "WHERE isfinite(t) GROUP BY 1, 2", stage="events per second")
+    s.sql(f"CREATE OR REPLACE TEMP TABLE hs_fine AS SELECT {fine_window('t')} AS w, keyed, "
+          f"count(*) AS c, min(t) AS lo, max(t) AS hi FROM (SELECT "
+          f"{_time_seconds(s, col_type)} AS t, {key} IS NOT NULL AS keyed FROM {s.source} "
+          f"WHERE {t} IS NOT NULL) WHERE isfinite(t) GROUP BY 1, 2", stage="events per second")
+    return "hs_fine"
+
+
+def _per_second(s: _Session, fine: str):
+    """((events in a second, seconds with that many), (first second, last second)) of every
+    row with a finite time, and (first, last) time of the keyed ones (the span of the
+    arrivals and timelines), from the 10 ms counts ``fine`` (``_fine_counts``'s, or the
+    locality stream's): a second is a hundred 10 ms windows."""
+    from hotshard.profile.time_counts import FINE_S
+
     per = round(1 / FINE_S)
-    s.sql(f"CREATE TEMP TABLE per_sec AS SELECT CAST(floor(w / {per}) AS BIGINT) AS sec, "
-          "sum(c) AS c FROM hs_fine GROUP BY 1")
+    s.sql(f"CREATE OR REPLACE TEMP TABLE per_sec AS SELECT CAST(floor(w / {per}) AS BIGINT) "
+          f"AS sec, sum(c) AS c FROM {fine} GROUP BY 1")
     lo, hi = s.sql("SELECT min(sec), max(sec) FROM per_sec").fetchall()[0]
     if lo is None:
         return None, None, None
-    first, last = s.sql("SELECT min(lo), max(hi) FROM hs_fine WHERE keyed").fetchall()[0]
+    first, last = s.sql(f"SELECT min(lo), max(hi) FROM {fine} WHERE keyed").fetchall()[0]
     coc = s.sql("SELECT c, count(*) AS seconds FROM per_sec GROUP BY c ORDER BY c").fetchnumpy()
     span = None if first is None else (float(first), float(last))
     return ((np.asarray(coc["c"], dtype=np.int64), np.asarray(coc["seconds"], dtype=np.int64)),
