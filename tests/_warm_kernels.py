@@ -61,6 +61,7 @@ def _direct() -> None:
 
     from hotshard.profile import _kernels as fit_kernels
     from hotshard.profile._locality_kernels import _after, stack_pass
+    from hotshard.profile._time_kernels import count_windows
     from hotshard.profile.locality import (
         BINS_PER_OCTAVE,
         N_BINS,
@@ -81,6 +82,10 @@ def _direct() -> None:
     counts = np.zeros(2, dtype=np.int64)  # and its marker count, which they test alone
     _after(np.zeros(16, dtype=np.uint64), counts, counts, counts, 0, 1)
     measure_locality(keys, sample_rate=0.5)
+    t = np.arange(8, dtype=np.float64)   # the time sections' stream counter
+    out = [np.empty(8, np.int64), np.empty(8, np.int64), np.empty(8), np.empty(8)]
+    count_windows(t, keys[:8], 0.01, np.zeros(4, np.int64), 1, np.zeros(0, np.int64), 0, 1,
+                  1, np.zeros(1, np.int64), *out)
     fit_kernels.hurwitz_zeta(2.5, 1.0)
     fit_kernels.hurwitz_zeta3(2.5, 1.0)
     fit_kernels.mle_alpha(1.0, 1.0)

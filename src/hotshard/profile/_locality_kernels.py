@@ -22,10 +22,11 @@ leading zeros) and the bin inside it by comparing with the integer bounds of its
 ``joint_pass`` is the same pass, keeping instead the joint histogram of reuse-time bin and
 stack-distance bin per class (what ``workload.locality_order`` corrects its reuse times by).
 
-``shards_chunk`` is SHARDS (spatially hashed sampling) with an exact window: every reference
-through a small exact LRU stack of the most recent keys (the same structures, over a table of
-the window's keys with backward-shift deletion), the sampled keys' references through a
-stack of their own (``sampled_keys`` picks them, by a mixed hash).
+``window_chunk`` and ``sample_chunk`` are SHARDS (spatially hashed sampling) with an exact
+window, in two passes a caller may run on two threads, one chunk behind the other: every
+reference through a small exact LRU stack of the most recent keys (the same structures, over
+a table of the window's keys with backward-shift deletion), then the sampled keys' references
+through a stack of their own (``sampled_keys`` picks them, by a mixed hash).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 __all__ = ["dense_ids", "joint_pass", "key_table", "log_bin", "lookup_ids", "new_shards",
-           "new_stack", "pass_chunk", "sample_group", "sampled_keys", "shards_chunk",
-           "stack_pass"]
+           "new_stack", "pass_chunk", "sample_chunk", "sample_group", "sampled_keys",
+           "stack_pass", "window_chunk"]
 
 _ONE = np.uint64(1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -422,74 +423,83 @@ def sample_group(h: int, groups: int) -> int:
     return np.int64((m >> np.uint64(24)) % np.uint64(groups))
 
 
-def new_shards(n_sampled: int, window: int) -> list:
-    """SHARDS' carried state for ``shards_chunk``: the sample's stack, the window's stack,
-    the window's slots' hashes and table, and [live, low, wpos, spos, shift]."""
-    shift = 2
-    while (1 << shift) < 4 * max(window, 1):
-        shift += 1
-    return [_stack(n_sampled), _stack(max(window, 1)), np.zeros(max(window, 1), np.int64),
-            np.zeros(2 << shift, np.int64), np.array([0, 0, 0, 0, shift], np.int64)]
+@njit(cache=True, nogil=True)
+def window_chunk(hashes: np.ndarray, i0: int, threshold: int, window: int, near, wstate,
+                 whash, table, st, sampled_at: np.ndarray, sampled_d: np.ndarray) -> int:
+    """SHARDS' exact window over one chunk of a stream (reference ``i0`` first): every
+    reference through an exact LRU stack of the ``window`` most recent keys (the same
+    structures as ``stack_pass``, over a table of the window's keys with backward-shift
+    deletion), near[d] counting the references at distance d < window. The sampled ones
+    (``_sampled`` at ``threshold``) are listed for ``sample_chunk``: their place in the
+    chunk in ``sampled_at``, their distance in the window (-1 beyond it) in ``sampled_d``;
+    returns how many. ``st``: [live, low, wpos, shift]."""
+    wb, w1, w2, w3, wowner, wlast, wcap = wstate
+    live, low, wpos, shift = st[0], st[1], st[2], st[3]
+    m = 0
+    for j in range(hashes.size):
+        i = i0 + j
+        h = hashes[j]
+        if wpos == wcap:
+            wpos = _renumber(wb, w1, w2, w3, wowner, wlast[:, 0])
+            low = 0
+        jt = _probe(table, shift, h)
+        slot = table[2 * jt + 1] - 1
+        if slot < 0:  # not in the window: the oldest key leaves it, this one enters
+            if live < window:
+                slot = live
+                live += 1
+            else:
+                x = wb[low >> 6] >> np.uint64(low & 63)
+                while x == 0:
+                    low = (low | 63) + 1
+                    x = wb[low >> 6]
+                low += _trailing_zeros(x)
+                slot = wowner[low]
+                _move(wb, w1, w2, w3, low, False)
+                wlast[slot, 0] = -1
+                _window_drop(table, shift, whash[slot])
+                jt = _probe(table, shift, h)
+            table[2 * jt] = h
+            table[2 * jt + 1] = slot + 1
+            whash[slot] = h
+        d, _, wpos = _touch(wb, w1, w2, w3, wowner, wlast, wcap, slot, i, wpos)
+        if d >= 0:
+            near[d] += 1
+        if _sampled(h, threshold):
+            sampled_at[m] = j
+            sampled_d[m] = d
+            m += 1
+    st[0], st[1], st[2] = live, low, wpos
+    return m
 
 
 @njit(cache=True, nogil=True)
-def shards_chunk(hashes: np.ndarray, i0: int, threshold: int, ktable: np.ndarray, kshift: int,
-                 key_class: np.ndarray, lo: np.ndarray, per_octave: int, window: int,
-                 rate: float, stack, reuse, first, near, far, far_first, sstate, wstate,
-                 whash, table, st) -> None:
-    """SHARDS with an exact window over one chunk of a stream (reference ``i0`` first): every
-    reference through an exact LRU stack of the ``window`` most recent keys (stack distances
-    below ``window`` exactly, for all references), and the references of sampled keys
-    (``_sampled`` at ``threshold``; ``ktable``: their ids, from ``key_table``) through a
-    Mattson stack of their own, where a reference beyond the window gets the sample's distance
-    scaled by 1 / ``rate`` (at least ``window``). ``window`` 0: the chunk holds the sampled
-    references only (a sample drawn by the engine), every one scaled, reuse times too.
+def sample_chunk(hashes: np.ndarray, i0: int, at: np.ndarray, window_d: np.ndarray, m: int,
+                 ktable: np.ndarray, kshift: int, key_class: np.ndarray, lo: np.ndarray,
+                 per_octave: int, window: int, rate: float, stack, reuse, first, far,
+                 far_first, sstate, st) -> None:
+    """SHARDS' sample over one chunk (reference ``i0`` first): the references at[0..m-1]
+    of the chunk, keys sampled (``ktable``: their ids, from ``key_table``), through a Mattson
+    stack of their own; a reference beyond the window (``window_d`` -1, from
+    ``window_chunk``) gets the sample's distance scaled by 1 / ``rate`` (at least
+    ``window``). ``window`` 0: the chunk holds the sampled references only (a sample drawn
+    by the engine, ``at`` every place), every one scaled, reuse times too.
 
     Counts into: stack[c, b], reuse[c, b], first[c], the sampled references' histograms by
-    class as ``stack_pass``; near[d], references of the whole stream at distance d < window;
-    far[g, b], sampled references beyond the window by part of the sample
-    (``sample_group``) and bin of their estimated distance plus one; far_first[g], the
-    sampled first references."""
+    class as ``stack_pass``; far[g, b], sampled references beyond the window by part of the
+    sample (``sample_group``) and bin of their estimated distance plus one; far_first[g],
+    the sampled first references. ``st``: [position]."""
     n_bins = stack.shape[1]
     groups = far.shape[0]
     top = n_bins - 1
     small = _small_bins(lo, per_octave, top)
     sb_, s1, s2, s3, sowner, slast, scap = sstate
-    wb, w1, w2, w3, wowner, wlast, wcap = wstate
-    live, low, wpos, spos, shift = st[0], st[1], st[2], st[3], st[4]
-    for j in range(hashes.size):
+    spos = st[0]
+    for q in range(m):
+        j = at[q]
         i = i0 + j
         h = hashes[j]
-        d = -1
-        if window > 0:
-            if wpos == wcap:
-                wpos = _renumber(wb, w1, w2, w3, wowner, wlast[:, 0])
-                low = 0
-            jt = _probe(table, shift, h)
-            slot = table[2 * jt + 1] - 1
-            if slot < 0:  # not in the window: the oldest key leaves it, this one enters
-                if live < window:
-                    slot = live
-                    live += 1
-                else:
-                    x = wb[low >> 6] >> np.uint64(low & 63)
-                    while x == 0:
-                        low = (low | 63) + 1
-                        x = wb[low >> 6]
-                    low += _trailing_zeros(x)
-                    slot = wowner[low]
-                    _move(wb, w1, w2, w3, low, False)
-                    wlast[slot, 0] = -1
-                    _window_drop(table, shift, whash[slot])
-                    jt = _probe(table, shift, h)
-                table[2 * jt] = h
-                table[2 * jt + 1] = slot + 1
-                whash[slot] = h
-            d, _, wpos = _touch(wb, w1, w2, w3, wowner, wlast, wcap, slot, i, wpos)
-            if d >= 0:
-                near[d] += 1
-            if not _sampled(h, threshold):
-                continue
+        d = window_d[q]
         key = ktable[2 * _probe(ktable, kshift, h) + 1] - 1
         if key < 0:
             continue  # not a counted key (the engine's sample and its key list disagree)
@@ -515,4 +525,16 @@ def shards_chunk(hashes: np.ndarray, i0: int, threshold: int, ktable: np.ndarray
             far[g, _bin(d + 1, small, lo, per_octave, top)] += 1
         stack[c, _bin(d + 1, small, lo, per_octave, top)] += 1
         reuse[c, _bin(gap, small, lo, per_octave, top)] += 1
-    st[0], st[1], st[2], st[3] = live, low, wpos, spos
+    st[0] = spos
+
+
+def new_shards(n_sampled: int, window: int) -> list:
+    """SHARDS' carried state: for ``window_chunk`` the window's stack, its slots' hashes and
+    table, and [live, low, wpos, shift]; for ``sample_chunk`` the sample's stack and
+    [position]."""
+    shift = 2
+    while (1 << shift) < 4 * max(window, 1):
+        shift += 1
+    return [_stack(max(window, 1)), np.zeros(max(window, 1), np.int64),
+            np.zeros(2 << shift, np.int64), np.array([0, 0, 0, shift], np.int64),
+            _stack(n_sampled), np.zeros(1, np.int64)]

@@ -42,7 +42,7 @@ references a few sampled hot keys bring (what SHARDS-adj corrects in part).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -501,27 +501,54 @@ class StreamLocality:
 
     def feed(self, hashes: NDArray) -> None:
         """The next references, in stream order (64-bit key hashes)."""
-        from hotshard.profile._locality_kernels import lookup_ids, pass_chunk, shards_chunk
+        first, second = self.stages()
+        second(first(hashes))
+
+    def stages(self) -> tuple[Callable[[NDArray], object], Callable[[object], None]]:
+        """``feed`` as two steps, ``second(first(hashes))``, each a compiled pass that
+        releases the GIL: a caller may run them on two threads, in chunk order each, the
+        second a chunk behind (with SHARDS the window's pass over every reference, then the
+        sample's over the sampled ones; the exact pass is all in ``first``)."""
+        return self._first, self._second
+
+    def _first(self, hashes: NDArray):
+        from hotshard.profile._locality_kernels import lookup_ids, pass_chunk, window_chunk
 
         arr = np.asarray(hashes)
         h = np.ascontiguousarray(arr.view(np.int64) if arr.dtype == np.uint64
                                  else arr.astype(np.int64, copy=False))
+        i0 = self.seen
+        self.seen += int(h.size)
         if h.size == 0:
-            return
+            return None
         if self.exact:
             ids = lookup_ids(h, self.table, self.shift)
             if int(ids.min()) < 0:
                 raise ProfileError("locality: the stream holds a key its counts do not")
-            self.state[-1] = pass_chunk(ids, self.seen, self.key_class, self.lows,
+            self.state[-1] = pass_chunk(ids, i0, self.key_class, self.lows,
                                         BINS_PER_OCTAVE, 0, 1, self.stack, self.reuse,
                                         self.first, self.joint, *self.state)
-        else:
-            sstate, wstate, whash, table, st = self.shards
-            shards_chunk(h, self.seen, self.threshold, self.table, self.shift, self.key_class,
-                         self.lows, BINS_PER_OCTAVE, self.window, self.rate, self.stack,
-                         self.reuse, self.first, self.near, self.far, self.far_first,
-                         sstate, wstate, whash, table, st)
-        self.seen += int(h.size)
+            return None
+        if self.window == 0:
+            return h, i0, np.arange(h.size, dtype=np.int64), np.full(h.size, -1, np.int64), \
+                h.size
+        wstate, whash, table, wst = self.shards[:4]
+        at = np.empty(h.size, dtype=np.int64)
+        d = np.empty(h.size, dtype=np.int64)
+        m = window_chunk(h, i0, self.threshold, self.window, self.near, wstate, whash, table,
+                         wst, at, d)
+        return h, i0, at, d, m
+
+    def _second(self, sampled) -> None:
+        from hotshard.profile._locality_kernels import sample_chunk
+
+        if sampled is None:
+            return
+        h, i0, at, d, m = sampled
+        sstate, sst = self.shards[4:]
+        sample_chunk(h, i0, at, d, m, self.table, self.shift, self.key_class, self.lows,
+                     BINS_PER_OCTAVE, self.window, self.rate, self.stack, self.reuse,
+                     self.first, self.far, self.far_first, sstate, sst)
 
     def result(self) -> Locality:
         """The section of everything fed."""

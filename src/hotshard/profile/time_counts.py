@@ -46,7 +46,7 @@ from hotshard.profile.arrivals import (
 from hotshard.profile.timelines import DETAIL_BINS, WINDOWS, Timelines, timelines_from_fine
 
 __all__ = ["FINE_S", "DuckRunner", "SqlRunner", "fine_window", "measure_arrivals",
-           "measure_timelines", "sub_windows", "time_sections", "time_span"]
+           "measure_timelines", "time_sections", "time_span"]
 
 FINE_S = 0.01                 # the finest window (the cascade's last level)
 EVENTS = "hs_events"          # the relation every statement reads: (k, t)
@@ -82,18 +82,6 @@ def fine_window(time_sql: str) -> str:
     return f"CAST(floor({time_sql} / {_q(FINE_S)}) AS BIGINT)"
 
 
-def sub_windows(fine: NDArray[np.int64], start: float, end: float) -> NDArray[np.int64]:
-    """The timelines' sub-window of each 10 ms window of the epoch ``fine`` (``fine_window``)
-    in the span [start, end]: the statements' expression (module notes) in numpy, the same
-    IEEE operations in the same order, so the same sub-window to the last request. For an
-    engine that counts a stream it reads in time order itself."""
-    first, last = math.floor(start / FINE_S), math.floor(end / FINE_S)
-    bins = WINDOWS * DETAIL_BINS
-    sub = np.floor((np.asarray(fine, dtype=np.int64) - first).astype(np.float64) * bins
-                   / max(last - first, 1)).astype(np.int64)
-    return np.minimum(sub, bins - 1)
-
-
 def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
                   head_table: str | None = None, n_head: int = 0,
                   fine_table: str | None = None, head_counts: NDArray[np.int64] | None = None
@@ -106,8 +94,9 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     table of a few hundred keys); the rest works on the counts. ``fine_table``: the 10 ms
     counts already made by an engine's own scan (columns ``w``, ``fine_window`` of the time;
     ``keyed``, whether the row has a key; ``c``), so the first scan is not made again;
-    ``head_counts``: the head keys' requests by sub-window (``n_head`` x sub-windows, by
-    ``sub_windows``), already counted by the engine, so the second is not either."""
+    ``head_counts``: the head keys' requests by sub-window (``n_head`` x sub-windows),
+    already counted by the engine (``_time_kernels.count_windows``), so the second is not
+    either."""
     if not end > start:
         return None, None
     # windows count from the first request's 10 ms window of the epoch grid

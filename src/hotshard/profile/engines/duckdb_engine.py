@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 
 import numpy as np
@@ -534,7 +535,10 @@ class _LocalityJob:
 
         reader = self.con.sql(query).to_arrow_reader(1 << 20)
         last = -np.inf
-        pipe = Pipe(pass_.feed)
+        # the pass's two steps on two threads, beside this one's reading (three stages)
+        first, second = pass_.stages()
+        behind = Pipe(second)
+        pipe = Pipe(lambda hashes: behind.put(first(hashes)))
         try:
             for batch in reader:
                 if self.stopped:
@@ -552,8 +556,10 @@ class _LocalityJob:
                     counter.add(hashes, t)
                 self.done += batch.num_rows
             pipe.close()
+            behind.close()
         finally:
             pipe.stop()
+            behind.stop()
             reader.close()  # a stream left open holds the connection
         if counter is not None:
             self.head_counts = counter.finish()
@@ -567,13 +573,18 @@ class _WindowCounter:
 
     def __init__(self, job: _LocalityJob):
         from hotshard.profile._locality_kernels import key_table
+        from hotshard.profile.time_counts import FINE_S
         from hotshard.profile.timelines import DETAIL_BINS, WINDOWS
 
         self.job, self.plan = job, job.plan
         self.bins = WINDOWS * DETAIL_BINS
         self.n_head = len(self.plan.head_keys)
         self.counts = np.zeros(self.n_head * self.bins, dtype=np.int64)
-        self.table = None
+        start, end = self.plan.span
+        self.first = math.floor(start / FINE_S)
+        self.n_fine = max(math.floor(end / FINE_S) - self.first, 1)
+        self.table, self.shift = np.zeros(4, np.int64), 1     # no head: an empty table
+        self.index = np.zeros(0, np.int64)
         if self.n_head:
             heads = job.con.execute(f"SELECT {job.h}, i FROM (SELECT k, i FROM hs_head)"
                                     ).fetchnumpy()
@@ -588,24 +599,18 @@ class _WindowCounter:
         self.carry: tuple[int, int, float, float] | None = None
 
     def add(self, hashes: np.ndarray, t: np.ndarray) -> None:
-        from hotshard.profile._locality_kernels import lookup_ids
-        from hotshard.profile.time_counts import FINE_S, sub_windows
+        from hotshard.profile._time_kernels import count_windows
+        from hotshard.profile.time_counts import FINE_S
 
         if t.size == 0:
             return
-        w = np.floor(t / FINE_S).astype(np.int64)
-        if self.table is not None:
-            h = np.ascontiguousarray(hashes.view(np.int64) if hashes.dtype == np.uint64
-                                     else hashes.astype(np.int64, copy=False))
-            ids = lookup_ids(h, self.table, self.shift)
-            head = ids >= 0
-            if head.any():
-                cells = self.index[ids[head]] * self.bins + sub_windows(w[head], *self.plan.span)
-                self.counts += np.bincount(cells, minlength=self.counts.size)
-        edges = np.flatnonzero(w[1:] != w[:-1]) + 1
-        starts = np.concatenate(([0], edges))
-        ends = np.concatenate((edges, [w.size])) - 1
-        runs = [w[starts], ends - starts + 1, t[starts], t[ends]]
+        h = np.ascontiguousarray(hashes.view(np.int64) if hashes.dtype == np.uint64
+                                 else hashes.astype(np.int64, copy=False))
+        runs = [np.empty(t.size, np.int64), np.empty(t.size, np.int64),
+                np.empty(t.size, np.float64), np.empty(t.size, np.float64)]
+        n = count_windows(np.ascontiguousarray(t), h, FINE_S, self.table, self.shift,
+                          self.index, self.first, self.n_fine, self.bins, self.counts, *runs)
+        runs = [r[:n].copy() for r in runs]  # not views: held, they would hold each batch
         if self.carry is not None:
             cw, cc, clo, _ = self.carry
             if cw == runs[0][0]:   # the window goes on from the previous batch
