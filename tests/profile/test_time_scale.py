@@ -122,13 +122,21 @@ def _time_sections(path: Path, monkeypatch=None, streamed: bool = True) -> dict:
     return {k: doc[k] for k in ("rate", "arrivals", "timelines", "locality")}
 
 
-def test_a_stream_in_time_order_counts_its_windows_as_the_scans_do(tmp_path, monkeypatch):
-    """A log in time order: the locality stream counts the 10 ms windows and the head's
-    timelines as it reads them (no scan of their own), to the count of the scans, across
-    its batches (2^20 rows; at 40,000 req/s a 10 ms window straddles each boundary)."""
+@pytest.mark.parametrize("unit", ["ms", "s", "timestamp"])
+def test_a_stream_in_time_order_counts_its_windows_as_the_scans_do(tmp_path, monkeypatch,
+                                                                    unit):
+    """A log in time order (epoch milliseconds, seconds as doubles, a timestamp column): the
+    locality stream counts the 10 ms windows and the head's timelines as it reads them (no
+    scan of their own), to the count of the scans, across its batches (2^20 rows; at
+    40,000 req/s a 10 ms window straddles the boundary)."""
     from hotshard.profile.engines import duckdb_engine
 
-    trace = _trace(tmp_path / "t.parquet", 2_500_000, rate=40_000.0)
+    table = pq.read_table(_trace(tmp_path / "t.parquet", 1_200_000, rate=40_000.0))
+    ms = table.column("ts").to_numpy()
+    ts = {"ms": pa.array(ms), "s": pa.array(ms / 1e3),
+          "timestamp": pa.array(ms.astype("datetime64[ms]"))}[unit]
+    trace = tmp_path / f"{unit}.parquet"
+    pq.write_table(table.set_column(1, "ts", ts), trace)
     scans = []
     real = duckdb_engine._fine_counts
 

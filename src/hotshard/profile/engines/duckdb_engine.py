@@ -386,12 +386,14 @@ class _StreamPlan:
 
 
 def _stream_plan(s: _Session, types: dict[str, str], head_keys: list[str]) -> _StreamPlan | None:
-    """The plan when the span is known without a scan: every row keyed (the caller checks)
-    and the time an integer or a timestamp, so every time is finite and the span is the
-    column's min and max (from a Parquet file's statistics at no cost); else None, and the
-    windows are counted by their own scans."""
+    """The plan when the span is known without a scan: a Parquet input (its statistics hold
+    each column's min and max), every row keyed (the caller checks) and the time a number or
+    a timestamp, whose order is its time's; then the span is the column's min and max in
+    seconds, when both are finite (a NaN or an infinity among the times makes one of them
+    so). Else None, and the windows are counted by scans of their own, beside the stream."""
     col_type = types[s.spec.time]
-    if not (col_type in _INT_TYPES or col_type.startswith("TIMESTAMP")):
+    if s.spec.fmt != "parquet" or not (_numeric(col_type) or col_type.startswith("TIMESTAMP")
+                                       or col_type == "DATE"):
         return None
     col = _q(s.spec.time)
     t = _time_seconds(s, col_type)
