@@ -46,11 +46,13 @@ PRODUCTION_ARRIVALS = "profile"
 # the class's keys, and the head channels of one class differ in rate by up to 2x (ranks 2 and
 # 3 share a class at 227k and 157k requests): each one's requests wrap its circle twice over
 # part of the run or leave part of it empty. Measured on this profile (one seed): ranks 2-10
-# then vary by 27-38% over the twelve 5-minute windows (coefficient of variation; one of them
+# varied by 27-38% over the twelve 5-minute windows (coefficient of variation; one of them
 # 4%), where the profile's timelines, which the scenarios keep, vary by 1.5-2.6%; the hot
-# shard, at 95% on average, is saturated for a quarter of an hour and p99 is ~10 s instead
-# of ~800 ms. What independent draws lose is the tail's reuse, which only a cache would see
-# (``--cache-size``; the scenarios run without one).
+# shard, at 95% on average, was saturated for a quarter of an hour and p99 was ~10 s instead
+# of ~800 ms. The order now keeps every key of at least 0.5% of the requests on its timeline
+# (``locality_order.TIMELINE_SHARE``: ranks 1-9 here), but ranks 10 and beyond still swing
+# by ~25-30%, so the scenarios keep independent draws. What they lose is the tail's reuse,
+# which only a cache would see (``--cache-size``; the scenarios run without one).
 PRODUCTION_ORDER = "irm"
 # The mitigations the incident's fix would combine (hotshard.mitigations): the ten hottest
 # channels split over 8 time-bucket sub-partitions, reads over 2 replicas per shard (the primary
