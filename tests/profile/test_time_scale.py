@@ -166,3 +166,29 @@ def test_a_log_out_of_order_late_is_counted_by_the_scans_all_the_same(tmp_path):
     pq.write_table(late.take(order), tmp_path / "sorted.parquet")
     assert _time_sections(tmp_path / "late.parquet") == \
         _time_sections(tmp_path / "sorted.parquet")
+
+
+@pytest.mark.parametrize("bad", ["nan", "null"])
+def test_a_request_without_a_usable_time_is_counted_and_left_out_of_the_time_sections(
+        tmp_path, bad):
+    """One request's time NaN (or empty) among 200,000: the profile is made (it used to be
+    refused: a head key's windows then held one request fewer than its count), the
+    request counted per key and in no window, and a note says so."""
+    rng = np.random.default_rng(1)
+    n = 200_000
+    t = 1_714_560_000 + np.sort(rng.random(n) * 600)
+    k = rng.zipf(1.3, n) % 5000
+    k[5000] = 1   # the top key's
+    times = pa.array(np.where(np.arange(n) == 5000, np.nan, t)) if bad == "nan" else \
+        pa.array(t, mask=np.arange(n) == 5000)
+    pq.write_table(pa.table({"k": k, "t": times}), tmp_path / "t.parquet")
+    out = tmp_path / "p.json"
+    res = subprocess.run([HOTSHARD, "profile", str(tmp_path / "t.parquet"), "--key", "k",
+                          "--time", "t", "-o", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "1 requests have no usable time" in res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["totals"]["events"] == n
+    row = [str(key) for key in doc["head"]["keys"]].index("1")
+    assert sum(doc["timelines"]["counts"][row]) == doc["head"]["counts"][row] - 1
+    assert sum(doc["arrivals"]["counts"]) == n - 1

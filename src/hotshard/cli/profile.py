@@ -128,6 +128,10 @@ def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count
     dropped = int(result.source.get("null_keys") or 0)
     if dropped:
         note(f"dropped {dropped:,} rows with an empty or null key")
+    if result.arrivals is not None and result.arrivals.events < result.events:
+        untimed = result.events - result.arrivals.events
+        note(f"{untimed:,.0f} requests have no usable time (empty, NaN or infinite): counted "
+             "per key, left out of the arrivals and timelines")
     pl = result.tail.power_law
     tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl
             else "tail: histogram only (no power-law fit)")
