@@ -345,15 +345,21 @@ def test_mitigations_follow_the_sketch_to_the_hot_channel(tmp_path):
     """--hot-channels hot (the default): the page cache serves the channel the sketch reports
     above --hot-share, never a cold one; Ctrl-C then stops the service cleanly (exit 0)."""
     with serve(tmp_path / "data", "--shards", "2", "--cache-ttl", "60s") as svc:
-        for i in range(40):
+        post(svc, "quiet")   # at start: one request of one is no heat (MIN_HOT_WINDOW_REQUESTS)
+        for i in range(120):
             post(svc, "popular", body=f"p{i}")
-        post(svc, "quiet")
         deadline = time.monotonic() + 10
         while svc.get("/channels/popular/messages").headers["x-source"] != "cache":
             assert time.monotonic() < deadline, "the hot channel was never cached"
             time.sleep(0.1)
-        for _ in range(3):  # 1 of ~45 requests: under 5%, never treated as hot
+        for _ in range(3):  # 1 of ~125 requests: under 5%, never treated as hot
             assert svc.get("/channels/quiet/messages").headers["x-source"] == "shard"
         top = svc.get("/hotkeys").json()
         assert top["keys"][0]["key"] == "popular" and top["hot_share"] == 0.05
+        # and /stats says when it was made hot, on which shard, at what share
+        shard = int(svc.get("/channels/popular/messages").headers["x-shard"])
+        actions = svc.get("/stats").json()["actions"]
+        assert [(a["action"], a["key"], a["shard"]) for a in actions] == \
+            [("hot", "popular", shard)]
+        assert actions[0]["share"] >= 0.05 and abs(actions[0]["at"] - time.time()) < 60
     assert svc.process.returncode == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,12 @@ __all__ = ["DEFAULT_SHARD_TIMEOUT_S", "ChatService", "PostResult", "ReadResult",
            "ShardCounters"]
 
 HOT_REFRESH_S = 0.5
+# Mitigation actions kept for /stats (the newest; /metrics counts them all)
+MAX_ACTIONS = 1000
+# No channel is hot while the sketch's window holds fewer requests: at start, or after a
+# quiet spell, the first channel asked for would be "100% of the traffic" and be mitigated,
+# its history split for good, on the strength of one request
+MIN_HOT_WINDOW_REQUESTS = 100
 # How long the gateway waits for a shard's answer before it answers 504 itself: well above any
 # healthy call (milliseconds, or a few seconds of queue on a saturated shard), below the 30 s a
 # load driver waits by default, so a frozen or hopelessly backed-up shard shows as its own
@@ -114,8 +121,11 @@ class ChatService:
         self.cache = PageCache(ttl_s=self.mitigations.cache_ttl_s or 1.0)
         self.coalescer = Coalescer()
         self.counters = [ShardCounters() for _ in range(router.shards)]
-        self._hot: frozenset[str] = frozenset()
+        self._hot: dict[str, float] = {}     # the hot channels, with their share then
         self._hot_at = -1.0
+        # what the mitigations did and when (``actions``; ``action_counts`` by kind, all)
+        self.actions: deque[dict[str, Any]] = deque(maxlen=MAX_ACTIONS)
+        self.action_counts: Counter[str] = Counter()
 
     # -- mitigations ----------------------------------------------------------------------------
 
@@ -130,6 +140,8 @@ class ChatService:
             self.cache.clear()
         self.mitigations = mitigations
         self._hot_at = -1.0
+        if not (mitigations.active and mitigations.channels is None):
+            self._rehot({}, {})   # no longer chosen by heat: every hot channel is lifted
 
     def targeted(self, channel: str) -> bool:
         """Whether the mitigations apply to ``channel`` (listed, or hot right now)."""
@@ -140,9 +152,36 @@ class ChatService:
             return channel in m.channels
         now = time.monotonic()
         if now - self._hot_at > HOT_REFRESH_S:
-            self._hot = frozenset(self.hotkeys.hot(m.hot_share))
+            shares = self.hotkeys.shares(min_total=MIN_HOT_WINDOW_REQUESTS)
+            self._rehot({k: v for k, v in shares.items() if v >= m.hot_share}, shares)
             self._hot_at = now
         return channel in self._hot
+
+    def hot_channels(self) -> tuple[str, ...]:
+        """The channels the mitigations target for their heat now (as last refreshed)."""
+        return tuple(self._hot)
+
+    def _rehot(self, hot: dict[str, float], shares: dict[str, float]) -> None:
+        """The hot channels are now ``hot`` (channel: share): log each that became hot (the
+        read mitigations apply to it from now) and each lifted (its share, ``shares``, fell
+        below ``hot_share``, or the mitigations stopped choosing by heat)."""
+        m = self.mitigations
+        applies = [name for name, on in (("replicas", m.replicas > 1),
+                                          ("cache", m.cache_ttl_s > 0),
+                                          ("coalesce", m.coalesce)) if on]
+        for channel in [c for c in self._hot if c not in hot]:
+            self._log("lifted", channel, shares.get(channel, 0.0))
+        for channel, share in hot.items():
+            if channel not in self._hot:
+                self._log("hot", channel, share, applies=applies)
+        self._hot = hot
+
+    def _log(self, action: str, channel: str, share: float, **extra: Any) -> None:
+        """One mitigation action: when (Unix seconds), on which channel and shard, why."""
+        self.actions.append({"at": round(self._clock_ms() / 1000.0, 3), "key": channel,
+                             "shard": self.router.shard_of(channel), "action": action,
+                             "share": round(float(share), 4), **extra})
+        self.action_counts[action] += 1
 
     def _now_ms(self) -> int:
         """Wall-clock ms, never going backwards (time buckets and ids rely on order)."""
@@ -205,6 +244,9 @@ class ChatService:
         if plan is None and self.mitigations.splits and self.targeted(channel):
             plan = self.splits.add(channel, self.mitigations.split_into,
                                    self.mitigations.split_bucket_ms, since_ms=ts)
+            self._log("split", channel, self._hot.get(channel, 1.0),
+                      into=self.mitigations.split_into,
+                      bucket_ms=self.mitigations.split_bucket_ms)
         if plan is not None and ts >= plan.since_ms:
             bucket = plan.bucket_of(ts)
             shard, key = plan.shards[bucket], plan.keys[bucket]

@@ -434,7 +434,10 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             "cache": {"hits": service.cache.hits, "misses": service.cache.misses,
                       "entries": service.cache.size},
             "coalesced": service.coalescer.coalesced},
-        "shards": shards}
+        "shards": shards,
+        # what the mitigations did, oldest first (the newest MAX_ACTIONS): when (Unix
+        # seconds), on which channel and shard, and the share that made it hot
+        "actions": list(service.actions)}
 
 
 def _round(value: float | None) -> float | None:

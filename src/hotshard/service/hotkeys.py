@@ -354,7 +354,15 @@ class SlidingHotKeys:
         if isinstance(min_share, bool) or not isinstance(min_share, int | float) \
                 or not 0 < min_share <= 1:
             raise InputError(f"min_share must be in (0, 1], got {min_share!r}")
+        shares = self.shares(now=now)
+        return [key for key, share in shares.items() if share >= min_share]
+
+    def shares(self, *, now: float | None = None, min_total: int = 1) -> dict[str, float]:
+        """Every monitored key's guaranteed share of the window, ``(count - error) / total``,
+        by descending guaranteed count (ties by key); empty for a window of fewer than
+        ``min_total`` requests (a share of a handful says nothing)."""
         rows, total, _ = self._merged(now)
-        sure = [(c - e, key) for key, c, e in rows if (c - e) / total >= min_share]
-        sure.sort(key=lambda r: (-r[0], r[1]))
-        return [key for _, key in sure]
+        if total <= 0 or total < min_total:
+            return {}
+        sure = sorted(((c - e, key) for key, c, e in rows), key=lambda r: (-r[0], r[1]))
+        return {key: sure_count / total for sure_count, key in sure}

@@ -56,6 +56,19 @@ class _Collector:
                                        "restarted the worker", labels=["shard", "replica"])
         up = GaugeMetricFamily("hotshard_worker_up", "1 when the worker answers",
                                labels=["shard", "replica"])
+        actions = CounterMetricFamily("hotshard_mitigation_actions", "Mitigation actions "
+                                      "taken: a channel made hot, split, or lifted",
+                                      labels=["action"])
+        for action in ("hot", "split", "lifted"):
+            actions.add_metric([action], svc.action_counts.get(action, 0))
+        hot = GaugeMetricFamily("hotshard_hot_channels", "Channels the mitigations target "
+                                "for their heat right now", labels=["shard"])
+        per_shard: dict[int, int] = {}
+        for channel in svc.hot_channels():
+            shard = svc.router.shard_of(channel)
+            per_shard[shard] = per_shard.get(shard, 0) + 1
+        for shard in range(len(svc.counters)):
+            hot.add_metric([str(shard)], per_shard.get(shard, 0))
         for shard, c in enumerate(svc.counters):
             s = str(shard)
             requests.add_metric([s, "read"], c.reads)
@@ -85,7 +98,7 @@ class _Collector:
         for shard, value in sorted(in_flight.items()):
             depth.add_metric([str(shard)], value)
         yield from (requests, errors, hits, coalesced, depth, latency, duration, cpu,
-                    restarts, up)
+                    restarts, up, actions, hot)
 
 
 def render(service: ChatService, state: dict[str, Any]) -> tuple[bytes, str]:
