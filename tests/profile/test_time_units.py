@@ -93,6 +93,18 @@ def test_a_relative_millisecond_column_needs_its_unit(tmp_path):
         count_profile([str(path)], key="key", time_col="t", time_unit="minutes")
 
 
+def test_a_unit_that_puts_the_times_past_any_date_is_one_line(tmp_path):
+    """Epoch nanoseconds read as seconds: years beyond counting, and 10 ms windows past the
+    integers a double holds; refused before any work."""
+    times, keys = _trace(n=2000)
+    path = tmp_path / "ns.parquet"
+    ns = (1_714_560_000 + times) * 1e9
+    pq.write_table(pa.table({"key": keys, "t": ns.astype(np.int64)}), path)
+    with pytest.raises(InputError, match=r"in --time-unit s that is .* years from the epoch"):
+        count_profile([str(path)], key="key", time_col="t", time_unit="s")
+    assert count_profile([str(path)], key="key", time_col="t").rate["seconds"] <= 1201
+
+
 def test_text_that_is_no_time_is_one_line(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("key,t\n1,2024-05-01T10:00:00Z\n2,yesterday\n")

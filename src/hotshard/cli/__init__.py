@@ -94,9 +94,8 @@ class Terminated(BaseException):
     """SIGTERM arrived: unwind like Ctrl-C so atomic writers remove their temporary files."""
 
 
-# the Ctrl-C or SIGTERM of this run, once one arrived: an engine may turn the exception the
-# handler raised into its own ("Query interrupted", a dispatcher's SystemError), and the run
-# still ends as interrupted, not with that error
+# the SIGTERM of this run, once one arrived: an engine may turn the exception the handler
+# raised into its own, and the run still ends as terminated, not with that error
 _SIGNALLED: list[BaseException] = []
 
 
@@ -106,33 +105,42 @@ def _on_sigterm(signum, frame) -> None:
     raise exc
 
 
-def _on_sigint(signum, frame) -> None:
-    exc = KeyboardInterrupt()
-    _SIGNALLED.append(exc)
-    raise exc
+def _engine_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB's word for a query a signal interrupted: it runs Python's
+    handler inside the query, keeps the handler's exception (KeyboardInterrupt for Ctrl-C)
+    to itself and raises "Query interrupted" (a wrapper may have put that in a one-line
+    error). Nothing else here interrupts a query but on the way out of an error already
+    raised, which is then the one reported."""
+    text = str(exc)
+    return isinstance(exc, RuntimeError | HotshardError) and (
+        text == "Query interrupted" or text.endswith(": Query interrupted"))
 
 
-def _interruption(exc: BaseException) -> BaseException | None:
+def _interruption(exc: BaseException, signalled: list[BaseException] | None = None
+                  ) -> BaseException | None:
     """The Ctrl-C or SIGTERM an exception was raised in the handling of, if any: in its
-    chain of causes, or the signal that arrived while the run was under way."""
+    chain of causes; else the SIGTERM ``signalled`` (this run's handler) recorded; else
+    Ctrl-C when an engine reports a query interrupted."""
     seen = set()
     cause: BaseException | None = exc
+    engine = False
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         if isinstance(cause, KeyboardInterrupt | Terminated):
             return cause
+        engine = engine or _engine_interrupted(cause)
         cause = cause.__cause__ or cause.__context__
-    return _SIGNALLED[0] if _SIGNALLED else None
+    if signalled:
+        return signalled[0]
+    return KeyboardInterrupt() if engine else None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
     previous = {}
-    _SIGNALLED.clear()
     with contextlib.suppress(ValueError):  # not the main thread (embedded): leave signals be
         previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+        _SIGNALLED.clear()   # this run's handler: what it records is this run's
     try:
         # make_context + invoke, not cli.main: main() turns a broken pipe into exit 1 itself
         args = sys.argv[1:] if argv is None else list(argv)
@@ -141,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:  # --help, --version, and `Exit(1)` of --verify
         return exc.exit_code
     except BaseException as exc:
-        status = _exit_status(exc)
+        status = _exit_status(exc, _SIGNALLED if previous else None)
         if status is None:
             raise
         return status
@@ -151,10 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
-def _exit_status(exc: BaseException) -> int | None:
+def _exit_status(exc: BaseException, signalled: list[BaseException] | None = None
+                 ) -> int | None:
     """The exit status of a run that raised ``exc``, its line said; None: not ours to
-    handle (a bug: its traceback is wanted)."""
-    interruption = _interruption(exc)
+    handle (a bug: its traceback is wanted). ``signalled``: the SIGTERM this run's own
+    handler recorded (None when it installed none: embedded in a thread)."""
+    interruption = _interruption(exc, signalled)
     if interruption is not None or isinstance(exc, click.exceptions.Abort):
         # Ctrl-C or SIGTERM, also when an engine raised its own error on the way out
         if isinstance(interruption, Terminated):

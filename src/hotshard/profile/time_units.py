@@ -30,6 +30,9 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _UNIT_BELOW = (("s", 1e11), ("ms", 1e14), ("us", 1e17), ("ns", float("inf")))
 # the ticks a trace may be written at, coarsest first
 TICKS = (60.0, 1.0, 0.1, 0.01, 0.001, 1e-6)
+# times past this many seconds from the epoch (year ~33,000) are a unit mistaken, and their
+# 10 ms windows no longer whole numbers a double holds exactly
+MAX_SECONDS = 1e12
 _TICK_SAMPLE = 100_000
 
 
@@ -45,7 +48,14 @@ def seconds_per(unit: str, low: float | None, high: float | None, column: str) -
     if unit != "auto":
         if unit not in TIME_UNITS:
             raise InputError(f"--time-unit must be auto, {', '.join(TIME_UNITS)}; got {unit!r}")
-        return TIME_UNITS[unit]
+        scale = TIME_UNITS[unit]
+        top = max(abs(x) for x in (low, high) if x is not None) if (low, high) != (None, None) \
+            else 0.0
+        if np.isfinite(top) and top * scale > MAX_SECONDS:
+            raise InputError(f"time column {column!r} reaches {top:.4g}: in --time-unit {unit} "
+                             f"that is {top * scale / 3.15576e7:.3g} years from the epoch; give "
+                             "the column's unit (auto reads it from the magnitude)")
+        return scale
     if low is None or high is None:
         return 1.0
     if not (np.isfinite(low) and np.isfinite(high)):

@@ -231,9 +231,10 @@ def locality_stream(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
             c_short = key_counts(key_weight, sizes, short, rng)
             r_short = _rows_for(class_of(np.rint(c_short * (profile_events / short))),
                                 measured)
-            w_row = (np.zeros(0, dtype=np.int64) if timeline is None
-                     else _with_rest(*timeline, c_short)[2])
-            first = made(cdf, c_short, r_short, w_row)
+            # the same keys on their own rows as in the run itself (the knots are the
+            # run's): chosen again from the shorter run's counts, a key near the share
+            # threshold could change sides and read another key's row
+            first = made(cdf, c_short, r_short, warp_row)
         cdf = np.ascontiguousarray(_corrected(cdf, first, short, c_short, r_short, measured,
                                               locality))
     return made(cdf)

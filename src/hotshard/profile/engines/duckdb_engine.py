@@ -401,6 +401,10 @@ def _stream_plan(s: _Session, types: dict[str, str], head_keys: list[str]) -> _S
                       f"{s.source} UNION ALL SELECT max({col}) FROM {s.source})").fetchall()[0]
     if low is None or not (np.isfinite(low) and np.isfinite(high)):
         return None
+    from hotshard.profile.time_counts import FINE_S
+
+    if max(abs(low), abs(high)) / FINE_S >= 2.0**53:
+        return None   # windows past exact integers: the scans say what is wrong with them
     if head_keys:
         _head_table(s, head_keys)
     return _StreamPlan((float(low), float(high)), head_keys)
@@ -467,9 +471,12 @@ class _LocalityJob:
 
     def in_order(self) -> bool:
         """Wait until the stream is known to be in time order (the pass is done) or not
-        (DuckDB sorts it, and the windows are left to their own scans)."""
+        (DuckDB sorts it, and the windows are left to their own scans), reporting the
+        pass's progress meanwhile."""
         while not self.sorting and not self.job.done():
             self.job.join(0.2)
+            if self.s.progress and not self.sorting:
+                self.s.progress("measuring locality", self.done / max(self.events, 1))
         return not self.sorting
 
     def wait(self):
