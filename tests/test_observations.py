@@ -448,3 +448,22 @@ def test_salvage_keeps_the_good_windows_and_drops_a_bad_one():
     obs, problems = salvage({"format": FORMAT, "label": "run", "windows": windows})
     assert [w.start_s for w in obs.windows] == [0, 10, 30]
     assert len(problems) == 1 and "windows[2].shards[0].cpu" in problems[0]
+
+
+def test_actions_round_trip_and_a_bad_one_is_named():
+    from hotshard.errors import ObservationsError
+    from hotshard.observations import Observations
+
+    action = {"t": 5.56, "at": 1796578104.269, "action": "hot", "key": "big-stream",
+              "shard": "1", "share": 0.1548, "applies": ["cache"]}
+    obs = Observations.from_dict({"format": "hotshard.observations/1", "label": "run",
+                                  "actions": [action, {**action, "action": "lifted",
+                                                       "t": 20.0, "shard": 1}]})
+    assert obs.actions[0] == action and obs.actions[1]["shard"] == "1"
+    assert Observations.from_dict(obs.to_dict()).to_dict() == obs.to_dict()
+    for bad, said in (({**action, "share": 2}, "actions[0].share"),
+                      ({k: v for k, v in action.items() if k != "t"}, "actions[0].t"),
+                      ({**action, "key": ""}, "actions[0].key")):
+        with pytest.raises(ObservationsError, match=said.replace("[", r"\[").replace("]", r"\]")):
+            Observations.from_dict({"format": "hotshard.observations/1", "label": "run",
+                                    "actions": [bad]})

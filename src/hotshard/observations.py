@@ -327,7 +327,8 @@ def _fields_dict(obj: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, Latency):
             value = value.to_dict()
         elif isinstance(value, tuple):
-            value = [item.to_dict() for item in value]
+            value = [copy.deepcopy(item) if isinstance(item, dict) else item.to_dict()
+                     for item in value]
         elif isinstance(value, dict):
             value = copy.deepcopy(value)
         out[name] = value
@@ -465,12 +466,48 @@ def _errors(value: Any, path: str) -> dict[str, Any]:
     return out
 
 
+# at most this many mitigation actions in one document (a service logs a few a minute)
+MAX_ACTIONS = 10_000
+
+
+def _actions(value: Any, path: str) -> tuple[dict[str, Any], ...]:
+    """What the target's mitigations did during the run (``serve``'s action log): each
+    ``t`` (seconds into the run), ``action`` (hot, split, lifted...), ``key``, and the
+    ``shard`` and ``share`` behind it when known; ``at`` (Unix seconds) and anything else
+    kept as given."""
+    items = list(value) if isinstance(value, tuple) else _F.array(value, path,
+                                                                  "a list of actions")
+    if len(items) > MAX_ACTIONS:
+        raise _F.fail(path, f"has {len(items):,} actions, more than the {MAX_ACTIONS:,} read")
+    out = []
+    for i, raw in enumerate(items):
+        where = f"{path}[{i}]"
+        action = _F.json_object(raw, where)
+        for name in ("t", "action", "key"):
+            if action.get(name) is None:
+                raise _F.fail(f"{where}.{name}", "is missing")
+        action["t"] = _F.number(action["t"], f"{where}.t")
+        action["action"] = _F.text(action["action"], f"{where}.action")
+        action["key"] = _F.text(action["key"], f"{where}.key")
+        if action.get("shard") is not None:
+            shard = action["shard"]
+            action["shard"] = str(_F.count(shard, f"{where}.shard")) \
+                if not isinstance(shard, str) else _F.text(shard, f"{where}.shard")
+        if action.get("share") is not None:
+            action["share"] = _F.fraction(action["share"], f"{where}.share")
+        if action.get("at") is not None:
+            action["at"] = _F.number(action["at"], f"{where}.at")
+        out.append(action)
+    return tuple(out)
+
+
 _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {
     "label": _F.text, "rate_rps": _F.positive, "achieved_rps": _F.nonneg,
     "duration_s": _F.positive, "model": _model, "key_generator": _F.text,
     "latency_ms": _latency, "service_time_ms": _latency, "shards": _shards,
     "cache_hit_rate": _F.fraction, "payload_bytes_mean": _F.nonneg, "distinct_keys": _F.count,
     "network": _network, "errors": _errors, "valid": _F.flag, "windows": _windows,
+    "actions": _actions,
 }
 
 
@@ -525,6 +562,11 @@ class Observations(_PerShard):
     windows : tuple of TimeWindow
         The run's time axis (optional): per window, each shard's load and the latency, so a
         verdict can name the window a shard was hot in. Empty when not measured.
+    actions : tuple of dict
+        What the target's mitigations did during the run (optional; ``drive`` copies
+        ``serve``'s log): ``t`` seconds into the run, ``action`` (``hot``: the read
+        mitigations apply to ``key`` from then; ``split``; ``lifted``), ``key``, ``shard``,
+        the ``share`` that triggered it, ``at`` (Unix seconds).
     extra : dict
         Top-level fields this version does not know, kept so a round trip loses nothing.
 
@@ -552,15 +594,15 @@ class Observations(_PerShard):
     errors: dict[str, Any] | None = None
     valid: bool | None = None
     windows: tuple[TimeWindow, ...] = ()
+    actions: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.label is None:
             raise _F.fail("label", _NO_LABEL)
-        if self.shards is None:
-            object.__setattr__(self, "shards", ())
-        if self.windows is None:
-            object.__setattr__(self, "windows", ())
+        for name in ("shards", "windows", "actions"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, ())
         _settle(self, _TOP_SPEC, "")
         object.__setattr__(self, "extra",
                            _check_extra(self.extra, (*_TOP_SPEC, "format"), "extra"))

@@ -113,3 +113,33 @@ def test_order_locality_needs_a_locality_section(tmp_path):
         load_keys("zipf:0.99:1000", order="locality", events=100)
     assert load_keys(str(counts), order="auto", events=100).order == "irm"
     assert load_keys(PROFILE, order="auto", events=100).order == "locality"
+
+
+def test_an_event_takes_its_share_of_the_arrivals_in_its_window_whatever_the_processes():
+    """`drive --event KEY:SHARE:START:END`: in [START, END) each arrival goes to KEY when
+    its own uniform (seed, index) falls under SHARE, so the count is Binomial(n, SHARE) and
+    the same arrivals are taken however the schedule is split between processes."""
+    from hotshard.workload.timing import parse_event
+
+    event = parse_event("hot-1:0.4:2s:4s")
+    source = load_keys("uniform:1000", seed=5)
+    source.hot_events = (event,)
+    n = 40_000
+    indices = np.arange(n, dtype=np.int64)
+    times = np.linspace(0.0, 6.0, n, endpoint=False)
+    keys, _, _ = source.batch(indices, times)
+    inside = (times >= 2.0) & (times < 4.0)
+    took = np.array([k == "hot-1" for k in keys])
+    assert not took[~inside].any()
+    m = int(inside.sum())
+    # Binomial(m, 0.4): within 4 standard deviations
+    assert abs(took[inside].sum() - 0.4 * m) <= 4 * np.sqrt(m * 0.4 * 0.6)
+    # two processes, each every other arrival, send the same keys
+    again = load_keys("uniform:1000", seed=5)
+    again.hot_events = (event,)
+    for k in (0, 1):
+        part, _, _ = again.batch(indices[k::2], times[k::2])
+        assert part == keys[k::2]
+    # without times (a closed loop's batch), no event applies
+    plain, _, _ = source.batch(indices[:100])
+    assert "hot-1" not in plain

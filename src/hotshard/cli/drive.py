@@ -6,7 +6,7 @@ import contextlib
 
 import click
 
-from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
+from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
 
 
 @click.command()
@@ -33,6 +33,12 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
                    "--keys profile has a locality section.")
 @click.option("--ramp", type=Seconds(), default=None,
               help="Grow the rate linearly from 0 over this long first.")
+@click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
+              help="A big event mid-run: SHARE of all requests go to KEY between START and "
+                   "END (e.g. 4711:0.5:20s:60s), times from the start of the run (the run "
+                   "must reach START; open loop only). Against `hotshard serve`, its "
+                   "mitigation actions are copied into the observations (actions). "
+                   "Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of arrival times, keys and operations (same seed, same requests, "
                    "whatever --processes).")
@@ -71,9 +77,9 @@ from hotshard.cli._options import PARTITIONER_CHOICE, Seconds
               help="Write the HdrHistogram interval log (latency from intended time).")
 @click.option("--json", "as_json", is_flag=True, help="Print the observations JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No live progress.")
-def drive(url, keys_spec, rps, duration, arrivals, order, ramp, seed, read_ratio, read_template,
-          write_template, max_inflight, processes, closed_users, partitioner, shards, timeout,
-          max_error_rate, label, output, hlog, as_json, quiet):
+def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed, read_ratio,
+          read_template, write_template, max_inflight, processes, closed_users, partitioner,
+          shards, timeout, max_error_rate, label, output, hlog, as_json, quiet):
     """Drive load at URL (http://, https://, or redis-cluster://HOST:PORT) on an absolute
     schedule, measuring latency honestly.
 
@@ -144,7 +150,8 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, seed, read_ratio
                              max_inflight=max_inflight, processes=processes,
                              closed_users=closed_users, timeout=timeout,
                              partitioner=(partitioner, shards) if partitioner else None,
-                             max_error_rate=max_error_rate / 100.0, order=order)
+                             max_error_rate=max_error_rate / 100.0, order=order,
+                             events=tuple(hot_events))
     except HotshardError as e:
         raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
     live = _Live(enabled=not quiet and not as_json)

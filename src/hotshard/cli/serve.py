@@ -99,10 +99,14 @@ placement (partitioner, shard_count, key_type, layout).
 @click.option("--hot-share", type=click.FloatRange(0, 1, min_open=True), default=0.05,
               show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
               "requests that makes a channel hot.")
+@click.option("--hot-window", type=Seconds(), default=10.0, show_default=True,
+              help="With --hot-channels hot: how much recent traffic the hot-key sketch holds "
+              "(1s to 1h); a shorter window finds an event sooner and forgets it sooner. "
+              "No channel is hot while the window holds fewer than 100 requests.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
           ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, append,
           admin_token, cost_ms, shard_timeout, max_body_bytes, split, split_bucket, replicas,
-          cache_ttl, coalesce, hot_channels, hot_share):
+          cache_ttl, coalesce, hot_channels, hot_share, hot_window):
     """Run the reference chat-history service: an HTTP gateway over N shard processes.
 
     Channels are placed on shards by a real store's partitioner; each shard is its own
@@ -165,7 +169,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
                          layout=layout,
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
                          mitigations=mitigations, load=load_file, store=store, append=append,
-                         admin_token=admin_token, shard_timeout_s=shard_timeout)
+                         admin_token=admin_token, shard_timeout_s=shard_timeout,
+                         hot_window_s=hot_window)
 
     bar = ProgressBar(enabled=True)
 

@@ -117,6 +117,40 @@ def run_is_valid(errors: dict[str, Any]) -> bool:
     return errors["attempted"] > 0 and errors["share"] <= errors["max_error_rate"]
 
 
+def run_actions(stats: dict, start_epoch: float, wall_s: float) -> tuple[dict, ...]:
+    """The target's mitigation actions during the run (``serve``'s ``/stats`` ``actions``,
+    read after it), each with ``t``, its seconds into the run: those taken from the run's
+    start to a few seconds past its end (a detector acts on what it saw up to then). An
+    entry that is not an action (no time, key or kind; a share outside [0, 1]) is left out:
+    the document is the target's, not ours."""
+    import math
+
+    from hotshard.observations import MAX_ACTIONS
+
+    out = []
+    raw = stats.get("actions") if isinstance(stats, dict) else None
+    for a in raw if isinstance(raw, list) else []:
+        if not isinstance(a, dict):
+            continue
+        at, key, kind = a.get("at"), a.get("key"), a.get("action")
+        share = a.get("share")
+        if not (isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
+                and isinstance(key, str) and key and isinstance(kind, str) and kind):
+            continue
+        if share is not None and not (isinstance(share, int | float) and 0 <= share <= 1):
+            continue
+        t = at - start_epoch
+        if -1.0 <= t <= wall_s + 5.0:
+            shard = a.get("shard")
+            out.append({"t": round(t, 3), "at": at, "action": kind, "key": key,
+                        "shard": None if shard is None else str(shard), "share": share,
+                        **{k: v for k, v in a.items()
+                           if k not in ("at", "action", "key", "shard", "share", "t")}})
+        if len(out) >= MAX_ACTIONS:
+            break
+    return tuple(out)
+
+
 def to_observations(result: DriveResult, label: str) -> Observations:
     """The run as ``hotshard.observations/1``."""
     rec = result.recorder
@@ -171,6 +205,7 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         distinct_keys=len(rec.keys) or None, errors=errors, valid=run_is_valid(errors),
         windows=drive_windows(rec, result.wall_s, result.cpu_samples,
                               rename=by_id),
+        actions=run_actions(after, result.start_epoch, result.wall_s),
         extra=extra)
     # what made the latency (the shards, the machine or the driver), kept with the run so a
     # report never states a p99 comparison the run cannot carry

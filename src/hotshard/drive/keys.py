@@ -31,6 +31,7 @@ from hotshard.workload.messages import DEFAULT_SIZE_QUANTILES, message_sizes
 __all__ = ["KeySource", "load_keys"]
 
 _KEY_STREAM = 0xC0DE
+_EVENT_STREAM = 0xE7E  # the uniforms that decide which arrivals a big event takes
 # Key orders a profile can be sent in (as generate's --order): auto is locality when the
 # profile has a locality section.
 ORDERS = ("auto", "locality", "irm")
@@ -58,6 +59,9 @@ class KeySource:
     order: str = "irm"                   # what is sent: locality or irm (independent draws)
     _positions: NDArray[np.int64] | None = None  # the locality order, arrival i -> i mod len
     _make_positions: Any = None          # builds _positions on first use
+    # big events (workload.timing.HotEvent): during [start, end) s into the run, ``share``
+    # of the arrivals go to ``key``, by a uniform of each arrival's own (its index's)
+    hot_events: tuple = ()
     _cache: dict[int, tuple[list[str], NDArray[np.bool_], NDArray[np.int64]]] = field(
         default_factory=dict)
 
@@ -99,9 +103,11 @@ class KeySource:
         self._cache[block] = (keys, is_read, sizes)
         return self._cache[block]
 
-    def batch(self, indices: NDArray[np.int64]) -> tuple[list[str], NDArray[np.bool_],
-                                                           NDArray[np.int64]]:
-        """(keys, is_read, body sizes) of the given global arrival indices."""
+    def batch(self, indices: NDArray[np.int64], times: NDArray[np.float64] | None = None
+              ) -> tuple[list[str], NDArray[np.bool_], NDArray[np.int64]]:
+        """(keys, is_read, body sizes) of the given global arrival indices, due at ``times``
+        (seconds into the run; with ``hot_events``, an event's share of the arrivals in its
+        window go to its key, whichever process sends them)."""
         indices = np.asarray(indices, dtype=np.int64)
         keys: list[str] = []
         reads = np.empty(indices.size, dtype=bool)
@@ -116,7 +122,28 @@ class KeySource:
             keys.extend(block_keys[o] for o in offsets.tolist())
         if blocks.size and np.any(np.diff(blocks) < 0):
             raise InputError("indices must be in increasing order")
+        if self.hot_events and times is not None and indices.size:
+            keys = self._with_events(indices, np.asarray(times, dtype=np.float64), keys)
         return keys, reads, sizes
+
+    def _with_events(self, indices: NDArray[np.int64], times: NDArray[np.float64],
+                     keys: list[str]) -> list[str]:
+        """``keys`` with the big events' arrivals given to their keys: arrival i in an
+        event's window goes to it when its own uniform (seed, index) falls in the event's
+        slice of [0, 1) (``HotEvent.apply``; events at once take disjoint slices)."""
+        u = np.empty(indices.size)
+        blocks = indices // BLOCK
+        for block in np.unique(blocks):
+            where = np.flatnonzero(blocks == block)
+            draws = np.random.default_rng([self.seed, _EVENT_STREAM, int(block)]).random(BLOCK)
+            u[where] = draws[indices[where] - int(block) * BLOCK]
+        taken = np.zeros(indices.size)
+        keys = list(keys)
+        for event in self.hot_events:
+            hit, taken = event.apply(times, u, taken)
+            for j in np.flatnonzero(hit).tolist():
+                keys[j] = event.key
+        return keys
 
     def describe(self) -> dict[str, Any]:
         return {"keys": self.spec, "key_generator": self.generator, "seed": self.seed,

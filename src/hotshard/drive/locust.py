@@ -385,7 +385,7 @@ class Pacer:
         """Send every arrival of this share when due, then wait for the answers."""
         schedule = self.config.schedule()
         for indices, times in schedule.for_process(self.share, self.shares):
-            keys, reads, sizes = self.keys.batch(indices)
+            keys, reads, sizes = self.keys.batch(indices, times)
             for j in range(indices.size):
                 due = float(times[j])
                 self._wait_until(due)

@@ -71,6 +71,7 @@ class DriveConfig:
     partitioner: tuple[str, int] | None = None  # client-side shard breakdown (name, shards)
     max_error_rate: float = MAX_ERROR_RATE
     order: str = "auto"        # a profile's keys in production's order (keys.ORDERS)
+    events: tuple = ()         # big events (workload.timing.HotEvent): a key made hot
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_error_rate <= 1:
@@ -85,6 +86,18 @@ class DriveConfig:
         if self.timeout <= 0:
             raise InputError(f"timeout must be > 0 s, got {self.timeout}")
         self.schedule()  # validates rate, duration, arrivals, ramp
+        if self.events:
+            from hotshard.workload.timing import check_overlaps
+
+            if self.closed_users is not None:
+                raise InputError("--event needs the open loop (--rps): a closed loop's "
+                                 "requests have no schedule to put the event in")
+            for e in self.events:
+                if e.start >= self.duration:
+                    raise InputError(f"the event on {e.key} starts at {e.start:g} s, after "
+                                     f"the {self.duration:g} s run: start it earlier, or "
+                                     "run longer")
+            check_overlaps(tuple(self.events))
 
     def check_schedulable(self) -> None:
         """InputError when the rate is more than this many driver processes can schedule
@@ -108,9 +121,11 @@ class DriveConfig:
     def key_source(self) -> KeySource:
         """The keys of this run: in a profile's locality order laid out for the run's
         expected length (the same in every process), or independent draws."""
-        return load_keys(self.keys, seed=self.seed, read_ratio=self.read_ratio,
-                         order=self.order, events=self.schedule().expected,
-                         shaped=self.arrivals == "profile")
+        source = load_keys(self.keys, seed=self.seed, read_ratio=self.read_ratio,
+                           order=self.order, events=self.schedule().expected,
+                           shaped=self.arrivals == "profile")
+        source.hot_events = tuple(self.events)
+        return source
 
     @property
     def is_redis(self) -> bool:
@@ -237,7 +252,7 @@ async def _open_loop(config: DriveConfig, process: int, keys: KeySource, target:
     sent = 0
     next_report = 0.5
     for indices, times in config.schedule().for_process(process, config.processes):
-        batch_keys, reads, sizes = keys.batch(indices)
+        batch_keys, reads, sizes = keys.batch(indices, times)
         for j in range(indices.size):
             due = float(times[j])
             delay = due - clock()

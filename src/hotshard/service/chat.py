@@ -43,6 +43,24 @@ __all__ = ["DEFAULT_SHARD_TIMEOUT_S", "ChatService", "PostResult", "ReadResult",
 HOT_REFRESH_S = 0.5
 # Mitigation actions kept for /stats (the newest; /metrics counts them all)
 MAX_ACTIONS = 1000
+# The hot-key sketch's window (serve --hot-window), and its bounds: the hot set is read from
+# the sketch every HOT_REFRESH_S, so a window shorter than two readings would judge heat on
+# requests the readings never saw together; past an hour a "hot" channel is a popular one
+DEFAULT_HOT_WINDOW_S = 10.0
+MAX_HOT_WINDOW_S = 3600.0
+
+
+def check_hot_window(window_s: float) -> float:
+    """``window_s`` when the sketch can work with it; else InputError saying why."""
+    low = 2 * HOT_REFRESH_S
+    if isinstance(window_s, bool) or not isinstance(window_s, int | float) \
+            or not low <= window_s <= MAX_HOT_WINDOW_S:
+        raise InputError(f"the hot-key window must be {low:g} s to {MAX_HOT_WINDOW_S:g} s, got "
+                         f"{window_s!r}: the hot set is read from it every {HOT_REFRESH_S:g} s, "
+                         "so a shorter window is over before it is read twice")
+    return float(window_s)
+
+
 # No channel is hot while the sketch's window holds fewer requests: at start, or after a
 # quiet spell, the first channel asked for would be "100% of the traffic" and be mitigated,
 # its history split for good, on the strength of one request

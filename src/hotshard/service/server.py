@@ -36,7 +36,11 @@ from typing import IO, Any
 from hotshard._atomic import why_not_a_directory
 from hotshard.errors import HotshardError, InputError
 from hotshard.mitigations import Mitigations
-from hotshard.service.chat import DEFAULT_SHARD_TIMEOUT_S
+from hotshard.service.chat import (
+    DEFAULT_HOT_WINDOW_S,
+    DEFAULT_SHARD_TIMEOUT_S,
+    check_hot_window,
+)
 from hotshard.service.mitigations import for_service
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
@@ -100,9 +104,11 @@ class ServeConfig:
     append: bool = False  # load into a data directory that already holds messages
     admin_token: str | None = None  # None: a new random one (see Listening.admin_token)
     shard_timeout_s: float = DEFAULT_SHARD_TIMEOUT_S  # past it a channel request gets 504
+    hot_window_s: float = DEFAULT_HOT_WINDOW_S  # the hot-key sketch's window
 
     def __post_init__(self) -> None:
         for_service(self.mitigations)  # before any worker starts
+        check_hot_window(self.hot_window_s)
 
 
 @dataclass(frozen=True)
@@ -352,6 +358,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
 
     ``load_rows`` is the load file's row count when already known (``check_loadable``)."""
     from hotshard.service.chat import ChatService
+    from hotshard.service.hotkeys import SlidingHotKeys
     from hotshard.service.split import SplitRegistry
     from hotshard.service.supervisor import Supervisor
 
@@ -369,6 +376,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
             await supervisor.set_replicas(config.mitigations.replicas)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
+                           hotkeys=SlidingHotKeys(window_s=config.hot_window_s),
                            max_body_bytes=config.max_body_bytes,
                            shard_timeout_s=config.shard_timeout_s)
         if config.load:
