@@ -21,7 +21,7 @@ LAYERS = [
     {"errors", "observations", "mitigations", "_atomic", "_files", "_format", "_threads",
      "_validate"},
     {"profile"},
-    {"shards", "workload"},
+    {"shards", "workload", "detect"},
     {"sim", "cluster", "compare"},
     {"drive", "service", "observe"},
     {"diagnose", "report", "render", "demo"},

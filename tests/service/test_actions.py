@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
+from hotshard.detect.sketch import SlidingHotKeys
 from hotshard.mitigations import Mitigations
 from hotshard.service import chat as chat_module
 from hotshard.service.admin import AdminGuard, service_names
 from hotshard.service.chat import ChatService
 from hotshard.service.gateway import create_app
-from hotshard.service.hotkeys import SlidingHotKeys
 from hotshard.service.router import Router
 from hotshard.service.split import SplitRegistry
 from tests.service.test_gateway import TOKEN, FakeSupervisor, request

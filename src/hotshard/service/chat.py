@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hotshard.detect.sketch import SlidingHotKeys
 from hotshard.errors import InputError
 from hotshard.mitigations import Mitigations
 from hotshard.service.cache import PageCache
 from hotshard.service.coalesce import Coalescer
-from hotshard.service.hotkeys import SlidingHotKeys
 from hotshard.service.mitigations import for_service
 from hotshard.service.router import Router, check_channel
 from hotshard.service.split import SplitPlan, SplitRegistry

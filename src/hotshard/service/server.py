@@ -357,8 +357,8 @@ async def running_service(config: ServeConfig, data: DataDir, *,
     """The ``ChatService`` with its workers started (and the load done); stops them after.
 
     ``load_rows`` is the load file's row count when already known (``check_loadable``)."""
+    from hotshard.detect.sketch import SlidingHotKeys
     from hotshard.service.chat import ChatService
-    from hotshard.service.hotkeys import SlidingHotKeys
     from hotshard.service.split import SplitRegistry
     from hotshard.service.supervisor import Supervisor
 

@@ -1,4 +1,6 @@
-"""The hottest channels of the last few seconds, for the gateway's ``GET /hotkeys``.
+"""The hottest keys of the last few seconds: the sketch behind ``serve``'s ``GET /hotkeys`` and
+its hot channels (``channels: "hot"``), and the detector its mitigations are modelled and scored
+by (``detect.score``).
 
 ``SpaceSaving`` is one Space-Saving sketch (Metwally, Agrawal and El Abbadi, "Efficient
 computation of frequent and top-k elements in data streams", ICDT 2005): ``capacity`` counters,

@@ -13,8 +13,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from hotshard.detect.sketch import HotKeys, SlidingHotKeys, SpaceSaving
 from hotshard.errors import InputError
-from hotshard.service.hotkeys import HotKeys, SlidingHotKeys, SpaceSaving
 
 SEED = 20261202
 
