@@ -157,6 +157,7 @@ bench: java wrk redis $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_drive.py
 	$(BIN)/python benchmarks/bench_redis_incident.py
 	$(BIN)/python benchmarks/bench_locality.py
+	$(BIN)/python benchmarks/bench_detectors.py
 
 lock:
 	{ echo "# Versions the test suite was run with (pip freeze of $(VENV); hotshard excluded)."; \

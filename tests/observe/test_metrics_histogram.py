@@ -18,7 +18,9 @@ def test_histogram_buckets_are_cumulative_and_exact():
     for seconds in latencies:
         counters[1].since_start.record(seconds)
     service = SimpleNamespace(counters=counters,
-                              supervisor=SimpleNamespace(workers=lambda: []))
+                              supervisor=SimpleNamespace(workers=lambda: []),
+                              action_counts={}, hot_channels=lambda: (),
+                              router=SimpleNamespace(shard_of=lambda channel: 0))
     body, _ = render(service, {})
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     assert "hotshard_shard_latency_seconds" in families  # the old family stays

@@ -146,7 +146,8 @@ def test_shards_at_its_default_rate_is_within_001_of_the_exact_curve_on_orm_busy
 
 def test_shards_is_exact_below_its_window(monkeypatch):
     """Fewer keys than the window: every distance is measured exactly, whatever the rate,
-    and a stream beyond ``EXACT_MAX_KEYS`` keys is sampled by default."""
+    and a stream beyond ``EXACT_MAX_KEYS`` keys is sampled by default, unless it is short
+    enough for the exact pass to take seconds (``exact_fits``)."""
     import hotshard.profile.locality as locality
 
     stream = np.random.default_rng(5).zipf(1.3, 50_000) % 3000
@@ -155,6 +156,8 @@ def test_shards_is_exact_below_its_window(monkeypatch):
     got = np.array([sampled.lru_hit_rate(s) for s in exact.curve_sizes])
     assert np.allclose(got[:-1], exact.curve_hits[:-1], atol=1e-12)
     monkeypatch.setattr(locality, "EXACT_MAX_KEYS", 1024)
+    assert measure_locality(stream).method == "exact"   # a short stream: exact all the same
+    monkeypatch.setattr(locality, "EXACT_SHORT_EVENTS", 10_000)
     assert measure_locality(stream).method == "shards"
 
 

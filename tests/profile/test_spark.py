@@ -1,5 +1,8 @@
 """Spark and DuckDB give the same profile on the same data (Spark local[2], for real)."""
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hotshard.profile.count import count_profile
@@ -72,3 +75,24 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path, monkeypatch):
     for doc in (duck, spark):
         object.__setattr__(doc, "locality", None)
     assert comparable(duck) == comparable(spark)
+
+
+def test_a_short_trace_of_many_keys_is_measured_exactly_by_both_engines(tmp_path):
+    """2 M requests over ~1.6 M keys (past the 1 M keys of the exact pass on a long stream):
+    both engines measure it exactly (``locality.exact_fits``), so their LRU curves are one
+    curve, where two SHARDS samples of different hashes differed by their errors."""
+    rng = np.random.default_rng(4)
+    n = 2_000_000
+    keys = np.where(rng.random(n) < 0.2, rng.zipf(1.2, n) % 5000,
+                    5000 + rng.integers(0, 10**9, n))
+    times = 1_714_560_000_000 + np.arange(n, dtype=np.int64) * 3
+    path = tmp_path / "many.parquet"
+    pq.write_table(pa.table({"k": keys, "t": times}), path)
+    duck = count_profile([str(path)], key="k", time_col="t")
+    spark = count_profile([str(path)], key="k", time_col="t", engine="spark",
+                          spark_master="local[2]")
+    assert duck.locality.keys > 1 << 20
+    assert duck.locality.method == spark.locality.method == "exact"
+    assert duck.locality.to_dict() == spark.locality.to_dict()
+    assert duck.arrivals.to_dict() == spark.arrivals.to_dict()
+    assert duck.timelines.to_dict() == spark.timelines.to_dict()

@@ -53,17 +53,29 @@ from hotshard.errors import ProfileError
 
 __all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_GROUPS", "SHARDS_WINDOW",
            "ClassLocality", "Locality", "StreamLocality", "bin_bounds", "bin_lows", "class_of",
-           "measure_locality"]
+           "exact_fits", "measure_locality"]
 
 BINS_PER_OCTAVE = 8
 MAX_OCTAVES = 48            # distances and reuse times up to 2^48 references
 N_BINS = BINS_PER_OCTAVE * MAX_OCTAVES
 _SHARDS_MODULUS = 1 << 24
-EXACT_MAX_KEYS = 1 << 20    # beyond, measure_locality samples (see its Notes)
+EXACT_MAX_KEYS = 1 << 20    # beyond, measure_locality samples (see its Notes)...
+EXACT_SHORT_EVENTS = 20_000_000  # ... unless the stream is this short (exact in seconds)
+EXACT_SHORT_KEYS = 1 << 23       # ... and its keys' state fits (~70 bytes a key, ~600 MB)
 SAMPLE_RATE = 0.1           # SHARDS' default rate (error: see Locality)
 SHARDS_MAX_KEYS = 1 << 20   # fixed-size SHARDS: the rate falls so no more keys are sampled
 SHARDS_WINDOW = 4096        # SHARDS' curve is exact below this many entries
 SHARDS_GROUPS = 8           # parts of the sample whose spread gives its expected error
+
+
+def exact_fits(events: int, n_keys: int) -> bool:
+    """Whether a stream of ``events`` references over ``n_keys`` keys is measured exactly:
+    up to ``EXACT_MAX_KEYS`` keys whatever its length; up to ``EXACT_SHORT_KEYS`` when it is
+    at most ``EXACT_SHORT_EVENTS`` long (a cold pass runs at 4-6 M references a second, so
+    a few seconds; a sample would save little and cost its error). The one rule of every
+    engine, so DuckDB's and Spark's profiles of one trace measure it the same way."""
+    return n_keys <= EXACT_MAX_KEYS or (events <= EXACT_SHORT_EVENTS
+                                        and n_keys <= EXACT_SHORT_KEYS)
 
 
 def class_of(counts: NDArray) -> NDArray[np.int64]:
@@ -379,7 +391,9 @@ def measure_locality(keys: NDArray, *, order: str = "file",
                                   else arr.view(np.int64))
     lows = bin_lows()
     if sample_rate is None or sample_rate >= 1:
-        limit = EXACT_MAX_KEYS if sample_rate is None else 1 << 62
+        limit = 1 << 62
+        if sample_rate is None:
+            limit = EXACT_SHORT_KEYS if arr.size <= EXACT_SHORT_EVENTS else EXACT_MAX_KEYS
         ids, n_keys, counts = dense_ids(hashes, limit)
         if n_keys >= 0:
             key_class = class_of(counts)
@@ -431,8 +445,9 @@ class StreamLocality:
     order : str
         How the stream is ordered (``Locality.order``).
     sample_rate : float, optional
-        None: exact up to ``EXACT_MAX_KEYS`` distinct keys (``n_keys``), SHARDS at
-        ``SAMPLE_RATE`` beyond. 1: exact. R < 1: SHARDS at R with the exact window.
+        None: exact while ``exact_fits`` (``n_keys``), SHARDS at ``SAMPLE_RATE`` beyond
+        (lower past ``SHARDS_MAX_KEYS`` sampled keys). 1: exact. R < 1: SHARDS at R with
+        the exact window.
     sampled_only : bool
         The stream holds the sampled keys' references only (an engine drew the sample, at
         ``sample_rate``): SHARDS without the window (distances and reuse times scaled by
@@ -454,7 +469,7 @@ class StreamLocality:
         if sample_rate is not None and not 0 < sample_rate <= 1:
             raise ProfileError(f"locality sample rate must be in (0, 1], got {sample_rate}")
         if sample_rate is None:
-            sample_rate = 1.0 if n_keys is None or n_keys <= EXACT_MAX_KEYS else \
+            sample_rate = 1.0 if n_keys is None or exact_fits(events, n_keys) else \
                 min(SAMPLE_RATE, SHARDS_MAX_KEYS / n_keys)
         if sampled_only and sample_rate >= 1:
             sampled_only = False  # a sample of everything is the stream

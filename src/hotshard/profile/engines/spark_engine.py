@@ -357,11 +357,16 @@ def _locality(spark, df, spec: CountSpec, key, kc, events: int, n_keys: int,
 
     from pyspark.sql import functions as F
 
-    from hotshard.profile.locality import EXACT_MAX_KEYS, StreamLocality
+    from hotshard.profile.locality import EXACT_MAX_KEYS, StreamLocality, exact_fits
 
-    # as many references as the driver takes, as many keys as the exact pass holds
-    rate = min(1.0, DRIVER_REFERENCES / max(events, 1), EXACT_MAX_KEYS / max(n_keys, 1))
-    rate = max(rate, MIN_RATE)
+    # every reference while the driver takes them and the exact pass holds the keys (the
+    # DuckDB engine's rule: the same trace measured the same way), else a sample of as many
+    # references as the driver takes, as many keys as a pass follows
+    if events <= DRIVER_REFERENCES and exact_fits(events, n_keys):
+        rate = 1.0
+    else:
+        rate = min(1.0, DRIVER_REFERENCES / max(events, 1), EXACT_MAX_KEYS / max(n_keys, 1))
+        rate = max(rate, MIN_RATE)
     threshold = max(int(rate * (1 << 24)), 1)
     h = F.xxhash64(F.col("k"))
     sampled = (h.bitwiseAND(F.lit(0xFFFFFF)) < threshold) if rate < 1 else F.lit(True)
