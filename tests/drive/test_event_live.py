@@ -44,6 +44,11 @@ def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
     assert hot[0]["shard"] == event_shard and hot[0]["share"] >= 0.05
     # no other channel was ever hot: uniform keys are 1/2000 each
     assert {a["key"] for a in doc["actions"]} == {EVENT}
+    assert all(a["t"] >= 0 for a in doc["actions"])
+    # and the run says what it injected
+    assert doc["drive"]["events"] == [{"key": EVENT, "share": SHARE, "start_s": ONSET,
+                                       "end_s": DURATION}]
+    assert f"event: {EVENT} took 50% of the requests from 5 s to 14 s" in res.stdout
 
     def cpu_share(lo: float, hi: float) -> float:
         rows = [w for w in doc["windows"] if w["start_s"] >= lo and w["end_s"] <= hi]

@@ -46,7 +46,7 @@ def test_inspect_warns_when_keys_have_no_hot_spot(tmp_path):
         (["profile", "in.csv", "--key", "k", "--top-k", "0", "-o", "p.json"], "--top-k"),
         (["inspect", "in.csv"], "in.csv is not a profile (JSON expected"),
         (["profile", "in.csv", "--key", "k", "--counts", "k", "-o", "p.json"],
-         "key and counts both name column 'k'"),
+         "the key and counts columns are both 'k'"),
         (["inspect", "missing.json"], "no such profile"),
     ],
 )

@@ -141,10 +141,10 @@ def test_profile_stays_small_for_a_huge_key_space(tmp_path):
         ("truncated", {}, "cannot count"),
         ("header_only", {}, "no events"),
         ("csv", {"engine": "oracle"}, "unknown engine"),
-        ("csv", {"counts": "k"}, "key and counts both name column 'k': key, counts, op, size "
-                                 "and time_col must each name a different column"),
-        ("csv", {"op": "label", "size": "label"}, "op and size both name column 'label'"),
-        ("csv", {"time_col": "k"}, "key and time_col both name column 'k'"),
+        ("csv", {"counts": "k"}, "the key and counts columns are both 'k': the key, counts, "
+                                 "op, size and time columns must each be a different one"),
+        ("csv", {"op": "label", "size": "label"}, "the op and size columns are both 'label'"),
+        ("csv", {"time_col": "k"}, "the key and time columns are both 'k'"),
     ],
 )
 def test_bad_input(tmp_path, monkeypatch, make, kwargs, message):

@@ -91,6 +91,13 @@ def test_a_relative_millisecond_column_needs_its_unit(tmp_path):
     assert as_ms.rate["seconds"] <= 1201
     with pytest.raises(InputError, match="time_unit must be"):
         count_profile([str(path)], key="key", time_col="t", time_unit="minutes")
+    # left to auto, the command says how it read them: no epoch unit fits values this small
+    run = subprocess.run([sys.executable, "-m", "hotshard", "profile", str(path), "--key",
+                          "key", "--time", "t", "-o", str(path.with_suffix(".json"))],
+                         capture_output=True, text=True)
+    assert run.returncode == 0
+    assert "read as seconds counted from their own origin" in run.stderr
+    assert "give --time-unit ms" in run.stderr
 
 
 def test_a_unit_that_puts_the_times_past_any_date_is_one_line(tmp_path):

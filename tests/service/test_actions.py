@@ -91,3 +91,20 @@ def test_switching_the_mitigations_off_lifts_every_hot_channel(service):
     asyncio.run(svc.set_mitigations(Mitigations()))
     assert [a["action"] for a in svc.actions] == ["hot", "lifted"]
     assert svc.hot_channels() == ()
+
+
+def test_a_channel_whose_traffic_stopped_is_lifted_when_stats_are_read(service):
+    """No request after the event: the hot set is read again by /stats itself (and
+    /metrics), so the lift is logged when the window has emptied, not at the next request
+    (which may be the next run's)."""
+    svc, now = service
+    _traffic(svc, now, 0.0, 3.0, 2)
+    assert svc.hot_channels() == ("event",)
+    now[0] = 30.0   # every slice of the 2 s window has expired
+    app = create_app(svc, max_body_bytes=4096,
+                     admin=AdminGuard(TOKEN, service_names("127.0.0.1", 8080)))
+    actions = request(app, "GET", "/stats").json()["actions"]
+    assert [a["action"] for a in actions] == ["hot", "lifted"]
+    assert actions[1]["at"] == pytest.approx(EPOCH_S + 30.0)
+    assert 'hotshard_hot_channels{shard="' in request(app, "GET", "/metrics").text
+    assert svc.hot_channels() == ()

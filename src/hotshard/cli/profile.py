@@ -132,6 +132,13 @@ def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count
         untimed = result.events - result.arrivals.events
         note(f"{untimed:,.0f} requests have no usable time (empty, NaN or infinite): counted "
              "per key, left out of the arrivals and timelines")
+    window = result.source.get("window") or {}
+    if time_col and time_unit == "auto" and str(window.get("start", "9999")) < "1973":
+        # below 1e8 no epoch unit fits: the values count from an origin of their own, and
+        # only the user knows in what
+        note(f"the times were read as seconds counted from their own origin (they start at "
+             f"{window['start']}, too early for epoch times): if they count milliseconds or "
+             "smaller units, give --time-unit ms (us, ns)")
     pl = result.tail.power_law
     tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl
             else "tail: histogram only (no power-law fit)")

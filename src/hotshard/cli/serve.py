@@ -99,7 +99,7 @@ placement (partitioner, shard_count, key_type, layout).
 @click.option("--hot-share", type=click.FloatRange(0, 1, min_open=True), default=0.05,
               show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
               "requests that makes a channel hot.")
-@click.option("--hot-window", type=Seconds(), default=10.0, show_default=True,
+@click.option("--hot-window", type=Seconds(), default=10.0, show_default="10s",
               help="With --hot-channels hot: how much recent traffic the hot-key sketch holds "
               "(1s to 1h); a shorter window finds an event sooner and forgets it sooner. "
               "No channel is hot while the window holds fewer than 100 requests.")

@@ -120,7 +120,9 @@ def run_is_valid(errors: dict[str, Any]) -> bool:
 def run_actions(stats: dict, start_epoch: float, wall_s: float) -> tuple[dict, ...]:
     """The target's mitigation actions during the run (``serve``'s ``/stats`` ``actions``,
     read after it), each with ``t``, its seconds into the run: those taken from the run's
-    start to a few seconds past its end (a detector acts on what it saw up to then). An
+    start to a few seconds past its end (a detector acts on what it saw up to then; one
+    taken before the start, such as the lift of a channel an earlier run made hot, is not
+    this run's). An
     entry that is not an action (no time, key or kind; a share outside [0, 1]) is left out:
     the document is the target's, not ours."""
     import math
@@ -140,7 +142,7 @@ def run_actions(stats: dict, start_epoch: float, wall_s: float) -> tuple[dict, .
         if share is not None and not (isinstance(share, int | float) and 0 <= share <= 1):
             continue
         t = at - start_epoch
-        if -1.0 <= t <= wall_s + 5.0:
+        if 0.0 <= t <= wall_s + 5.0:
             shard = a.get("shard")
             out.append({"t": round(t, 3), "at": at, "action": kind, "key": key,
                         "shard": None if shard is None else str(shard), "share": share,
@@ -191,6 +193,8 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         "dispatch_lag_ms": percentiles_ms(rec.lag), "host_cpu": result.host_cpu,
         "interrupted": result.interrupted,
         "read": config.read, "write": config.write, "warnings": driver_warnings(result),
+        "events": [{"key": e.key, "share": e.share, "start_s": e.start, "end_s": e.end}
+                   for e in config.events] or None,
         "node_commands": {sid: s["commands"] for sid, s in
                           ((str(s["id"]), s) for s in after.get("shards", []))
                           if "commands" in s} or None}}
@@ -231,6 +235,16 @@ def summary(result: DriveResult, observations: Observations) -> list[str]:
                 else ")")
              + (f", failed {pct(e['share'])}"
                 if e["share"] else ", no errors")]
+    for ev in result.config.events:
+        lines.append(f"  event: {ev.key} took {pct(ev.share)} of the requests from "
+                     f"{ev.start:g} s to {ev.end:g} s")
+    for act in observations.actions[:10]:
+        lines.append(f"  the target's mitigation at {act['t']:.1f} s: {act['action']} "
+                     f"{act['key']}" + (f" (shard {act['shard']})" if act.get("shard") else "")
+                     + (f" at {pct(act['share'])}" if act.get("share") is not None else ""))
+    if len(observations.actions) > 10:
+        lines.append(f"  ... and {len(observations.actions) - 10:,} more actions "
+                     "(the observations' actions)")
     if rec.errors:
         kinds = ", ".join(f"{k} {v:,}" for k, v in rec.errors.most_common(6))
         lines.append(f"  errors {rec.failed:,}: {kinds}")

@@ -244,13 +244,13 @@ def count_profile(
         raise InputError("size and time columns need event rows; they cannot be used with "
                          f"a counts column ({counts!r})")
     named = [(param, column) for param, column in (("key", key), ("counts", counts), ("op", op),
-                                                    ("size", size), ("time_col", time_col))
+                                                    ("size", size), ("time", time_col))
              if column is not None]
     for i, (param, column) in enumerate(named):
         first = next((p for p, c in named[:i] if c == column), None)
         if first is not None:
-            raise InputError(f"{first} and {param} both name column {column!r}: key, counts, "
-                             "op, size and time_col must each name a different column")
+            raise InputError(f"the {first} and {param} columns are both {column!r}: the key, "
+                             "counts, op, size and time columns must each be a different one")
     files, fmt = resolve_inputs(inputs)
     spec = CountSpec(files=files, fmt=fmt, key=key, counts=counts, op=op, size=size,
                      time=time_col, top_k=top_k, min_count=min_count,

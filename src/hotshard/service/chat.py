@@ -8,6 +8,7 @@ each shard's requests, latency (queueing included), in-flight depth and the hop'
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -54,10 +55,14 @@ def check_hot_window(window_s: float) -> float:
     """``window_s`` when the sketch can work with it; else InputError saying why."""
     low = 2 * HOT_REFRESH_S
     if isinstance(window_s, bool) or not isinstance(window_s, int | float) \
-            or not low <= window_s <= MAX_HOT_WINDOW_S:
+            or not math.isfinite(window_s) or window_s < low:
         raise InputError(f"the hot-key window must be {low:g} s to {MAX_HOT_WINDOW_S:g} s, got "
                          f"{window_s!r}: the hot set is read from it every {HOT_REFRESH_S:g} s, "
                          "so a shorter window is over before it is read twice")
+    if window_s > MAX_HOT_WINDOW_S:
+        raise InputError(f"the hot-key window must be {low:g} s to {MAX_HOT_WINDOW_S:g} s, got "
+                         f"{window_s:g}: over an hour, a channel's share is its popularity, "
+                         "not its heat")
     return float(window_s)
 
 
@@ -168,15 +173,25 @@ class ChatService:
             return False
         if m.channels is not None:
             return channel in m.channels
+        self.refresh_hot()
+        return channel in self._hot
+
+    def refresh_hot(self) -> None:
+        """Read the hot channels from the sketch again when the last reading is older than
+        ``HOT_REFRESH_S`` (a request calls it, and so do /stats, /metrics and /hotkeys, so a
+        channel whose traffic stopped is lifted when it is, not at the next request)."""
+        m = self.mitigations
+        if not m.active or m.channels is not None:
+            return
         now = time.monotonic()
         if now - self._hot_at > HOT_REFRESH_S:
             shares = self.hotkeys.shares(min_total=MIN_HOT_WINDOW_REQUESTS)
             self._rehot({k: v for k, v in shares.items() if v >= m.hot_share}, shares)
             self._hot_at = now
-        return channel in self._hot
 
     def hot_channels(self) -> tuple[str, ...]:
-        """The channels the mitigations target for their heat now (as last refreshed)."""
+        """The channels the mitigations target for their heat now."""
+        self.refresh_hot()
         return tuple(self._hot)
 
     def _rehot(self, hot: dict[str, float], shares: dict[str, float]) -> None:

@@ -437,7 +437,14 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
         "shards": shards,
         # what the mitigations did, oldest first (the newest MAX_ACTIONS): when (Unix
         # seconds), on which channel and shard, and the share that made it hot
-        "actions": list(service.actions)}
+        "actions": _actions(service)}
+
+
+def _actions(service: ChatService) -> list[dict[str, Any]]:
+    """The action log, the hot set read again first (a channel whose traffic stopped is
+    lifted by now, not at the next request)."""
+    service.refresh_hot()
+    return list(service.actions)
 
 
 def _round(value: float | None) -> float | None:

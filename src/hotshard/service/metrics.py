@@ -56,6 +56,7 @@ class _Collector:
                                        "restarted the worker", labels=["shard", "replica"])
         up = GaugeMetricFamily("hotshard_worker_up", "1 when the worker answers",
                                labels=["shard", "replica"])
+        hot_now = svc.hot_channels()   # read again first: a lift due now is counted now
         actions = CounterMetricFamily("hotshard_mitigation_actions", "Mitigation actions "
                                       "taken: a channel made hot, split, or lifted",
                                       labels=["action"])
@@ -64,7 +65,7 @@ class _Collector:
         hot = GaugeMetricFamily("hotshard_hot_channels", "Channels the mitigations target "
                                 "for their heat right now", labels=["shard"])
         per_shard: dict[int, int] = {}
-        for channel in svc.hot_channels():
+        for channel in hot_now:
             shard = svc.router.shard_of(channel)
             per_shard[shard] = per_shard.get(shard, 0) + 1
         for shard in range(len(svc.counters)):
