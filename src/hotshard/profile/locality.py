@@ -53,7 +53,7 @@ from hotshard.errors import ProfileError
 
 __all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_GROUPS", "SHARDS_WINDOW",
            "ClassLocality", "Locality", "StreamLocality", "bin_bounds", "bin_lows", "class_of",
-           "exact_fits", "measure_locality"]
+           "exact_fits", "key_hashes", "measure_locality"]
 
 BINS_PER_OCTAVE = 8
 MAX_OCTAVES = 48            # distances and reuse times up to 2^48 references
@@ -66,6 +66,15 @@ SAMPLE_RATE = 0.1           # SHARDS' default rate (error: see Locality)
 SHARDS_MAX_KEYS = 1 << 20   # fixed-size SHARDS: the rate falls so no more keys are sampled
 SHARDS_WINDOW = 4096        # SHARDS' curve is exact below this many entries
 SHARDS_GROUPS = 8           # parts of the sample whose spread gives its expected error
+
+
+def key_hashes(values: NDArray) -> NDArray[np.int64]:
+    """64-bit key hashes as the compiled passes take them: contiguous int64, an unsigned
+    hash reinterpreted bit for bit (DuckDB's ``hash`` is a UBIGINT), an integer key as it
+    is."""
+    arr = np.asarray(values)
+    return np.ascontiguousarray(arr.view(np.int64) if arr.dtype == np.uint64
+                                else arr.astype(np.int64, copy=False))
 
 
 def exact_fits(events: int, n_keys: int) -> bool:
@@ -387,8 +396,7 @@ def measure_locality(keys: NDArray, *, order: str = "file",
         raise ProfileError("locality: the stream is empty")
     if sample_rate is not None and not 0 < sample_rate <= 1:
         raise ProfileError(f"locality sample rate must be in (0, 1], got {sample_rate}")
-    hashes = np.ascontiguousarray(arr.astype(np.int64, copy=False) if arr.dtype != np.uint64
-                                  else arr.view(np.int64))
+    hashes = key_hashes(arr)
     lows = bin_lows()
     if sample_rate is None or sample_rate >= 1:
         limit = 1 << 62
@@ -480,9 +488,7 @@ class StreamLocality:
         self.threshold = max(int(self.rate * _SHARDS_MODULUS), 1)
         kept_h, kept_c = [], []
         for hashes, counts in keys:
-            h = np.ascontiguousarray(np.asarray(hashes).view(np.int64)
-                                     if np.asarray(hashes).dtype == np.uint64
-                                     else np.asarray(hashes, dtype=np.int64))
+            h = key_hashes(hashes)
             c = np.asarray(counts, dtype=np.int64)
             if not (self.exact or sampled_only):
                 keep = sampled_keys(h, self.threshold)
@@ -529,9 +535,7 @@ class StreamLocality:
     def _first(self, hashes: NDArray):
         from hotshard.profile._locality_kernels import lookup_ids, pass_chunk, window_chunk
 
-        arr = np.asarray(hashes)
-        h = np.ascontiguousarray(arr.view(np.int64) if arr.dtype == np.uint64
-                                 else arr.astype(np.int64, copy=False))
+        h = key_hashes(hashes)
         i0 = self.seen
         self.seen += int(h.size)
         if h.size == 0:

@@ -45,7 +45,7 @@ from hotshard.profile.arrivals import (
 )
 from hotshard.profile.timelines import DETAIL_BINS, WINDOWS, Timelines, timelines_from_fine
 
-__all__ = ["FINE_S", "DuckRunner", "SqlRunner", "fine_window", "measure_arrivals",
+__all__ = ["FINE_S", "DuckRunner", "SqlRunner", "fine_span", "fine_window", "measure_arrivals",
            "measure_timelines", "time_sections", "time_span"]
 
 FINE_S = 0.01                 # the finest window (the cascade's last level)
@@ -82,6 +82,13 @@ def fine_window(time_sql: str) -> str:
     return f"CAST(floor({time_sql} / {_q(FINE_S)}) AS BIGINT)"
 
 
+def fine_span(start: float, end: float) -> tuple[int, int]:
+    """(the first request's 10 ms window of the epoch, the span's length in 10 ms windows,
+    at least 1): the grid every window and sub-window here is counted on."""
+    first = math.floor(start / FINE_S)
+    return first, max(math.floor(end / FINE_S) - first, 1)
+
+
 def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
                   head_table: str | None = None, n_head: int = 0,
                   fine_table: str | None = None, head_counts: NDArray[np.int64] | None = None
@@ -100,14 +107,14 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     if not end > start:
         return None, None
     # windows count from the first request's 10 ms window of the epoch grid
-    first, last = math.floor(start / FINE_S), math.floor(end / FINE_S)
+    first, n_fine = fine_span(start, end)
     w = f"({fine_window('t')} - {first})"
     if fine_table is None:
         run.materialize("hs_w1", f"SELECT {w} AS w, count(*) AS c FROM {EVENTS} GROUP BY 1")
     else:
         run.materialize("hs_w1", f"SELECT w - {first} AS w, sum(c) AS c FROM {fine_table} "
                                  "WHERE keyed GROUP BY 1")
-    arrivals = _arrivals(run, start, end, tick, last - first)
+    arrivals = _arrivals(run, start, end, tick, n_fine)
     if n_head < 1 or (head_table is None and head_counts is None):
         return arrivals, None
     # a sub-window is a run of whole 10 ms windows: sub-window floor(w * bins / n_fine), the
@@ -115,7 +122,6 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
     # arrivals' bins do), the last request's clipped into the last (exact: the product
     # stays far below 2^53)
     bins = WINDOWS * DETAIL_BINS
-    n_fine = max(last - first, 1)
 
     def sub(fine: str) -> str:
         return f"CAST(floor(CAST({fine} AS DOUBLE) * {bins} / {n_fine}) AS BIGINT)"
@@ -134,9 +140,9 @@ def time_sections(run: SqlRunner, start: float, end: float, tick: float | None,
 
 
 def _arrivals(run: SqlRunner, start: float, end: float, tick: float | None,
-              last_fine: int) -> ArrivalModel:
-    """The arrival section from the 10 ms counts in ``hs_w1`` (the last request's window
-    ``last_fine``)."""
+              n_fine: int) -> ArrivalModel:
+    """The arrival section from the 10 ms counts in ``hs_w1``, the span ``n_fine`` 10 ms
+    windows long (``fine_span``)."""
     span = end - start
     resolution = 60.0 * max(1, math.ceil(span / (60.0 * MAX_BINS)))
     n_bins = max(1, math.ceil((span + 1e-9) / resolution))
@@ -163,7 +169,7 @@ def _arrivals(run: SqlRunner, start: float, end: float, tick: float | None,
         if below_tick(width):
             continue
         m = _units(width)
-        n_windows = last_fine // m
+        n_windows = n_fine // m
         if n_windows < 10:
             continue
         s, q = run.rows(f"SELECT sum(c), sum(CAST(c AS {_WIDE}) * c) FROM hs_w{m} "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import tempfile
 
 import numpy as np
@@ -582,25 +581,21 @@ class _WindowCounter:
 
     def __init__(self, job: _LocalityJob):
         from hotshard.profile._locality_kernels import key_table
-        from hotshard.profile.time_counts import FINE_S
+        from hotshard.profile.locality import key_hashes
+        from hotshard.profile.time_counts import fine_span
         from hotshard.profile.timelines import DETAIL_BINS, WINDOWS
 
         self.job, self.plan = job, job.plan
         self.bins = WINDOWS * DETAIL_BINS
         self.n_head = len(self.plan.head_keys)
         self.counts = np.zeros(self.n_head * self.bins, dtype=np.int64)
-        start, end = self.plan.span
-        self.first = math.floor(start / FINE_S)
-        self.n_fine = max(math.floor(end / FINE_S) - self.first, 1)
+        self.first, self.n_fine = fine_span(*self.plan.span)
         self.table, self.shift = np.zeros(4, np.int64), 1     # no head: an empty table
         self.index = np.zeros(0, np.int64)
         if self.n_head:
-            heads = job.con.execute(f"SELECT {job.h}, i FROM (SELECT k, i FROM hs_head)"
-                                    ).fetchnumpy()
-            order = np.argsort(np.asarray(heads["i"]))
-            hashes = np.asarray(list(heads.values())[0], dtype=np.int64)[order]
-            self.index = np.asarray(heads["i"], dtype=np.int64)[order]
-            self.table, self.shift = key_table(np.ascontiguousarray(hashes))
+            heads = job.con.execute(f"SELECT {job.h} AS h, i FROM hs_head").fetchnumpy()
+            self.index = np.asarray(heads["i"], dtype=np.int64)
+            self.table, self.shift = key_table(key_hashes(heads["h"]))
         job.writer.execute(f"CREATE OR REPLACE TABLE {job.FINE} (w BIGINT, keyed BOOLEAN, "
                            "c BIGINT, lo DOUBLE, hi DOUBLE)")
         self.pending: list[tuple[np.ndarray, ...]] = []
@@ -613,8 +608,9 @@ class _WindowCounter:
 
         if t.size == 0:
             return
-        h = np.ascontiguousarray(hashes.view(np.int64) if hashes.dtype == np.uint64
-                                 else hashes.astype(np.int64, copy=False))
+        from hotshard.profile.locality import key_hashes
+
+        h = key_hashes(hashes)
         runs = [np.empty(t.size, np.int64), np.empty(t.size, np.int64),
                 np.empty(t.size, np.float64), np.empty(t.size, np.float64)]
         n = count_windows(np.ascontiguousarray(t), h, FINE_S, self.table, self.shift,
