@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections import Counter, deque
 
 import numpy as np
 
 from hotshard.detect.sampler import SampledCounts
-from hotshard.detect.score import score_detector
+from hotshard.detect.score import ExactCounts, score_detector
 from hotshard.detect.sketch import SlidingHotKeys
 
 EVENTS = (("event-big", 200.0, 300.0, 0.40), ("event-small", 400.0, 500.0, 0.08))
@@ -44,28 +43,6 @@ def make_stream(rate: float, span: float, seed: int = 11) -> tuple[list[str], np
             keys[i] = key
         u = np.where((times >= start) & (times < end), u - share, u)  # disjoint slices
     return keys, times
-
-
-class ExactCounts:
-    """The baseline: exact counts over the window (every key, a deque of the requests)."""
-
-    def __init__(self, window_s: float = 10.0) -> None:
-        self.window_s, self.requests, self.counts = window_s, deque(), Counter()
-
-    def add(self, key: str, *, now: float) -> None:
-        self.requests.append((now, key))
-        self.counts[key] += 1
-
-    def shares(self, *, now: float, min_total: int = 1) -> dict[str, float]:
-        while self.requests and self.requests[0][0] <= now - self.window_s:
-            key = self.requests.popleft()[1]
-            self.counts[key] -= 1
-            if not self.counts[key]:
-                del self.counts[key]
-        total = len(self.requests)
-        if total < min_total:
-            return {}
-        return {k: n / total for k, n in self.counts.items()}
 
 
 def main() -> None:

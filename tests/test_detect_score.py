@@ -4,13 +4,11 @@ a known instant) is what a detector must find, and soon."""
 
 from __future__ import annotations
 
-from collections import Counter, deque
-
 import numpy as np
 import pytest
 
 from hotshard.detect.sampler import SampledCounts
-from hotshard.detect.score import score_detector
+from hotshard.detect.score import ExactCounts, score_detector
 from hotshard.detect.sketch import SlidingHotKeys
 from hotshard.errors import InputError
 
@@ -30,26 +28,9 @@ def _stream(seed: int = 1) -> tuple[list[str], np.ndarray]:
     return keys, times
 
 
-class _Exact:
-    """The truth itself as a detector: exact counts over the same window."""
-
-    def __init__(self, window_s: float) -> None:
-        self.window_s, self.q, self.c = window_s, deque(), Counter()
-
-    def add(self, key: str, *, now: float) -> None:
-        self.q.append((now, key))
-        self.c[key] += 1
-
-    def shares(self, *, now: float, min_total: int = 1) -> dict[str, float]:
-        while self.q and self.q[0][0] <= now - self.window_s:
-            self.c[self.q.popleft()[1]] -= 1
-        total = len(self.q)
-        return {k: n / total for k, n in self.c.items() if n} if total >= min_total else {}
-
-
 def test_the_truth_scores_perfectly_and_finds_the_event_when_its_share_crosses():
     keys, times = _stream()
-    score = score_detector("exact", _Exact(10.0), keys, times, threshold=0.05,
+    score = score_detector("exact", ExactCounts(10.0), keys, times, threshold=0.05,
                            events=[("event", ONSET)])
     assert score.precision == score.recall == 1.0 and score.share_error == 0.0
     # 40% of the requests from t = 20: its share of a 10 s window passes 5% after
@@ -89,8 +70,8 @@ def test_a_sparse_sampler_is_noisy_near_the_threshold_and_slower():
 def test_bad_settings_are_refused():
     keys, times = _stream()
     with pytest.raises(InputError, match="hot share must be in"):
-        score_detector("x", _Exact(10.0), keys, times, threshold=0.0)
+        score_detector("x", ExactCounts(10.0), keys, times, threshold=0.0)
     with pytest.raises(InputError, match="1 in N"):
         SampledCounts(every=0)
     with pytest.raises(InputError, match="never go back"):
-        score_detector("x", _Exact(10.0), keys[:3], [3.0, 2.0, 1.0], threshold=0.1)
+        score_detector("x", ExactCounts(10.0), keys[:3], [3.0, 2.0, 1.0], threshold=0.1)

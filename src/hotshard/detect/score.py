@@ -24,7 +24,7 @@ import numpy as np
 
 from hotshard.errors import InputError
 
-__all__ = ["Detector", "DetectorScore", "score_detector"]
+__all__ = ["Detector", "DetectorScore", "ExactCounts", "score_detector"]
 
 
 class Detector(Protocol):
@@ -33,6 +33,37 @@ class Detector(Protocol):
     def add(self, key: str, *, now: float) -> None: ...
 
     def shares(self, *, now: float, min_total: int = 1) -> dict[str, float]: ...
+
+
+class ExactCounts:
+    """Exact counts of every key over the last ``window_s`` seconds (a deque of the requests):
+    the truth a detector is scored against, and the baseline every sketch approximates."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self._requests: deque[tuple[float, str]] = deque()
+        self._counts: Counter[str] = Counter()
+
+    def __len__(self) -> int:
+        """Requests in the window (as of the last ``shares``)."""
+        return len(self._requests)
+
+    def add(self, key: str, *, now: float) -> None:
+        self._requests.append((now, key))
+        self._counts[key] += 1
+
+    def shares(self, *, now: float, min_total: int = 1) -> dict[str, float]:
+        """Each key's share of the requests in (now - window_s, now]; empty below
+        ``min_total`` requests."""
+        while self._requests and self._requests[0][0] <= now - self.window_s:
+            key = self._requests.popleft()[1]
+            self._counts[key] -= 1
+            if not self._counts[key]:
+                del self._counts[key]
+        total = len(self._requests)
+        if total < min_total:
+            return {}
+        return {k: n / total for k, n in self._counts.items()}
 
 
 @dataclass(frozen=True)
@@ -83,8 +114,7 @@ def score_detector(name: str, detector: Detector, keys: Sequence[str], times: It
         raise InputError(f"{len(keys)} keys but {t.size} times")
     if t.size and (not np.isfinite(t).all() or np.any(np.diff(t) < 0)):
         raise InputError("times must be finite and never go back")
-    window: deque[tuple[float, str]] = deque()
-    counts: Counter[str] = Counter()
+    exact = ExactCounts(truth_window_s)
     tp = fp = fn = 0
     errors: list[float] = []
     first_seen: dict[str, float] = {}
@@ -94,13 +124,11 @@ def score_detector(name: str, detector: Detector, keys: Sequence[str], times: It
 
     def read(now: float) -> None:
         nonlocal tp, fp, fn, readings
-        while window and window[0][0] <= now - truth_window_s:
-            counts[window.popleft()[1]] -= 1
-        total = len(window)
-        if total < min_total:
+        shares = exact.shares(now=now, min_total=min_total)
+        if len(exact) < min_total:
             return
         readings += 1
-        truth = {k: c / total for k, c in counts.items() if c / total >= threshold}
+        truth = {k: share for k, share in shares.items() if share >= threshold}
         said = {k: s for k, s in detector.shares(now=now, min_total=min_total).items()
                 if s >= threshold}
         for key, share in said.items():
@@ -119,8 +147,7 @@ def score_detector(name: str, detector: Detector, keys: Sequence[str], times: It
             read(next_reading)
             next_reading += every_s
         detector.add(key, now=now)
-        window.append((now, key))
-        counts[key] += 1
+        exact.add(key, now=now)
     if t.size:
         read(next_reading)
     return DetectorScore(
