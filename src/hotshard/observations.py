@@ -479,26 +479,35 @@ def _actions(value: Any, path: str) -> tuple[dict[str, Any], ...]:
                                                                   "a list of actions")
     if len(items) > MAX_ACTIONS:
         raise _F.fail(path, f"has {len(items):,} actions, more than the {MAX_ACTIONS:,} read")
-    out = []
-    for i, raw in enumerate(items):
-        where = f"{path}[{i}]"
-        action = _F.json_object(raw, where)
-        for name in ("t", "action", "key"):
-            if action.get(name) is None:
-                raise _F.fail(f"{where}.{name}", "is missing")
-        action["t"] = _F.number(action["t"], f"{where}.t")
-        action["action"] = _F.text(action["action"], f"{where}.action")
-        action["key"] = _F.text(action["key"], f"{where}.key")
-        if action.get("shard") is not None:
-            shard = action["shard"]
-            action["shard"] = str(_F.count(shard, f"{where}.shard")) \
-                if not isinstance(shard, str) else _F.text(shard, f"{where}.shard")
-        if action.get("share") is not None:
-            action["share"] = _F.fraction(action["share"], f"{where}.share")
-        if action.get("at") is not None:
-            action["at"] = _F.number(action["at"], f"{where}.at")
-        out.append(action)
-    return tuple(out)
+    return tuple(read_action(raw, f"{path}[{i}]") for i, raw in enumerate(items))
+
+
+def read_action(raw: Any, where: str = "action") -> dict[str, Any]:
+    """One mitigation action (``Observations.actions``), checked: ``t``, ``action`` and
+    ``key`` required, ``shard`` a shard id, ``share`` a fraction, ``at`` a number, the rest
+    plain JSON. For a writer that takes actions from a document it does not control (a
+    target's ``/stats``) and keeps the good ones.
+
+    Raises
+    ------
+    ObservationsError
+        The entry breaks one of those rules; the message names the field."""
+    action = _F.json_object(raw, where)
+    for name in ("t", "action", "key"):
+        if action.get(name) is None:
+            raise _F.fail(f"{where}.{name}", "is missing")
+    action["t"] = _F.number(action["t"], f"{where}.t")
+    action["action"] = _F.text(action["action"], f"{where}.action")
+    action["key"] = _F.text(action["key"], f"{where}.key")
+    if action.get("shard") is not None:
+        shard = action["shard"]
+        action["shard"] = str(_F.count(shard, f"{where}.shard")) \
+            if not isinstance(shard, str) else _F.text(shard, f"{where}.shard")
+    if action.get("share") is not None:
+        action["share"] = _F.fraction(action["share"], f"{where}.share")
+    if action.get("at") is not None:
+        action["at"] = _F.number(action["at"], f"{where}.at")
+    return action
 
 
 _TOP_SPEC: dict[str, Callable[[Any, str], Any]] = {

@@ -143,3 +143,20 @@ def test_an_event_takes_its_share_of_the_arrivals_in_its_window_whatever_the_pro
     # without times (a closed loop's batch), no event applies
     plain, _, _ = source.batch(indices[:100])
     assert "hot-1" not in plain
+
+
+def test_a_targets_actions_are_kept_only_when_the_observations_would_take_them():
+    """`/stats` is the target's document: an action the observations would refuse (a blank
+    key, a share of 2, a value that is not JSON, no time) is left out, not allowed to break
+    the run's observations; one from before the run started is not this run's."""
+    from hotshard.drive.breakdown import run_actions
+    from hotshard.observations import Observations
+
+    good = {"at": 105.0, "key": "big", "action": "hot", "shard": 2, "share": 0.2}
+    stats = {"actions": [good, {**good, "key": "  "}, {**good, "share": 2},
+                         {**good, "applies": float("nan")}, {**good, "at": None},
+                         {**good, "at": 99.0}, "not an action"]}
+    kept = run_actions(stats, 100.0, 10.0)
+    assert kept == ({"t": 5.0, "at": 105.0, "key": "big", "action": "hot", "shard": "2",
+                     "share": 0.2},)
+    Observations(label="run", actions=kept)

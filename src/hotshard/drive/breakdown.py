@@ -122,32 +122,27 @@ def run_actions(stats: dict, start_epoch: float, wall_s: float) -> tuple[dict, .
     read after it), each with ``t``, its seconds into the run: those taken from the run's
     start to a few seconds past its end (a detector acts on what it saw up to then; one
     taken before the start, such as the lift of a channel an earlier run made hot, is not
-    this run's). An
-    entry that is not an action (no time, key or kind; a share outside [0, 1]) is left out:
-    the document is the target's, not ours."""
+    this run's). An entry the observations would refuse (``observations.read_action``), or
+    with no finite ``at``, is left out: the document is the target's, not ours."""
     import math
 
-    from hotshard.observations import MAX_ACTIONS
+    from hotshard.errors import ObservationsError
+    from hotshard.observations import MAX_ACTIONS, read_action
 
     out = []
     raw = stats.get("actions") if isinstance(stats, dict) else None
     for a in raw if isinstance(raw, list) else []:
-        if not isinstance(a, dict):
-            continue
-        at, key, kind = a.get("at"), a.get("key"), a.get("action")
-        share = a.get("share")
-        if not (isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
-                and isinstance(key, str) and key and isinstance(kind, str) and kind):
-            continue
-        if share is not None and not (isinstance(share, int | float) and 0 <= share <= 1):
+        at = a.get("at") if isinstance(a, dict) else None
+        if not (isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)):
             continue
         t = at - start_epoch
-        if 0.0 <= t <= wall_s + 5.0:
-            shard = a.get("shard")
-            out.append({"t": round(t, 3), "at": at, "action": kind, "key": key,
-                        "shard": None if shard is None else str(shard), "share": share,
-                        **{k: v for k, v in a.items()
-                           if k not in ("at", "action", "key", "shard", "share", "t")}})
+        if not 0.0 <= t <= wall_s + 5.0:
+            continue
+        try:
+            out.append(read_action({"t": round(t, 3),
+                                    **{k: v for k, v in a.items() if k != "t"}}))
+        except ObservationsError:
+            continue
         if len(out) >= MAX_ACTIONS:
             break
     return tuple(out)
