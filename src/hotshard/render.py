@@ -293,7 +293,16 @@ def simulation_summary(result) -> str:
         end = format_duration(min(e.end, result.duration))
         lines.append(f"  event: {pct(e.share)} of all requests to key {e.key} from "
                      f"{format_duration(e.start)} to {end}")
-    if w.active:
+    if result.detection is not None:
+        applied = "mitigated from then on" if w.active else "nothing to apply"
+        lines.append(f"  detection: {result.detection.text()}: {applied}")
+        if w.cache_hit > 0:
+            lines.append(f"  mitigations: {pct(w.cache_hit)} of a hot key's reads hit a local "
+                         "cache" + (f"; {w.text()}" if w.replicas > 1 or w.coalesce
+                                    or w.splits else ""))
+        elif w.active:
+            lines.append(f"  mitigations: {w.text()}")
+    elif w.active:
         lines.append(f"  mitigations: {w.text()}")
     quantiles = result.percentiles()
     if quantiles:

@@ -64,6 +64,28 @@ def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
     assert after < 0.45, after
     # and before the event the shards were even (a quarter each, within noise)
     assert cpu_share(0.0, ONSET) < 0.4
+    # the run recorded how its target detects, so a model can take it over
+    assert doc["drive"]["detection"]["window_s"] == WINDOW_S
+    assert doc["drive"]["target_mitigations"]["cache_ttl_s"] == 1.0
+
+    # The model of this service (calibrated on this run, its detection and its event taken
+    # from it) relieves the shard within 1.5x of the time the live run took. Both are read
+    # the same way from windows of the same width (1 s, drive's), so each is known to a
+    # window: a live relief at 2 s and a model's at 3 s would be 1.5x apart by the windows'
+    # edges alone, which the bound allows and no more.
+    from hotshard.diagnose.transient import event_transients
+    from hotshard.observations import Observations
+
+    (live,) = event_transients(Observations.from_dict(doc))
+    model_out = tmp_path / "model.json"
+    res = run_cli_subprocess("simulate", "--like", str(out), "--detect", "-o", str(model_out))
+    assert res.returncode == 0, res.stderr
+    assert "event on big-stream" in res.stdout and "relieved" in res.stdout, res.stdout
+    (model,) = event_transients(Observations.load(model_out))
+    assert live.relief_s is not None and model.relief_s is not None, (live, model)
+    ratio = model.time_to_relief / live.time_to_relief
+    assert 1 / 1.5 <= ratio <= 1.5, (model.time_to_relief, live.time_to_relief)
+    assert model.shard == live.shard   # the same store placement
 
 
 @pytest.mark.parametrize(("args", "said"), [

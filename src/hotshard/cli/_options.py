@@ -55,6 +55,9 @@ class Seconds(click.ParamType):
 
     name = "DURATION"
 
+    def __init__(self, *, zero: bool = False) -> None:
+        self.zero = zero   # 0 is a duration this option takes (none at all)
+
     def convert(self, value, param, ctx):
         if isinstance(value, float):
             return value
@@ -65,8 +68,8 @@ class Seconds(click.ParamType):
             seconds = parse_duration(value)
         except HotshardError as exc:
             self.fail(str(exc), param, ctx)
-        if seconds <= 0:
-            self.fail("must be > 0", param, ctx)
+        if seconds < 0 or (seconds == 0 and not self.zero):
+            self.fail("must be >= 0" if self.zero else "must be > 0", param, ctx)
         return seconds
 
 

@@ -23,10 +23,14 @@ from hotshard.cli._options import PARTITIONER_CHOICE
               help="A measured run of the service (hotshard drive against it): the what-ifs "
                    "then state the hottest shard's CPU and p99 before and after each "
                    "mitigation at production's rate (simulate --like RUN).")
+@click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), metavar="MS",
+              help="A p99 target: for each event the run injected (drive --event), how long "
+                   "its shard's p99 stayed above it, and whether the mitigation reacted "
+                   "fast enough.")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"ranking": [{"cause", "verdict", "score", "evidence"}], ...}.')
 def diagnose(observations_path, baseline_path, profile_path, partitioner, calibrate_path,
-             as_json):
+             slo_ms, as_json):
     """Rank the explanations of a load test that missed production's behaviour.
 
     OBS.json holds production's observations (hotshard.observations/1: written by hotshard or
@@ -43,6 +47,11 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, calibr
     load in the same window, and the what-ifs are judged in the peak window. A run whose
     latency the machine or the driver made (its recorded latency_bound) gives no latency
     evidence.
+
+    A run that injected an event (drive --event, simulate --event with --detect) gets its
+    transient: the onset, when the service's detector reported the key hot (its recorded
+    actions), when the key's shard was relieved, its p99 during and after, the time above
+    --slo-ms, and what would make the reaction faster.
 
     \b
     Example:
@@ -73,7 +82,7 @@ def diagnose(observations_path, baseline_path, profile_path, partitioner, calibr
         # calibrated here, so a run it cannot use is an error naming the file
         run = calibrate(load(calibrate_path), profile=profile, where=calibrate_path)
     result = run_diagnose(production, baseline, profile=profile, partitioner=partitioner,
-                          problems=problems, calibrate_from=run)
+                          problems=problems, calibrate_from=run, slo_ms=slo_ms)
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     else:

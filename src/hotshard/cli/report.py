@@ -21,7 +21,11 @@ from hotshard.cli._options import KEY_TYPE_CHOICE, PARTITIONER_CHOICE
 @click.option("-o", "--output", required=True, metavar="FILE.html",
               help="The report to write (one HTML file, no network needed to open it).")
 @click.option("--title", help="Page title [default: names production].")
-def report(observation_paths, profile_path, partitioner, shards, key_type, output, title):
+@click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), metavar="MS",
+              help="A p99 target: for each event production's run injected (drive --event), "
+                   "how long its shard's p99 stayed above it.")
+def report(observation_paths, profile_path, partitioner, shards, key_type, output, title,
+           slo_ms):
     """Write one HTML report from observations: what went wrong, in pictures and numbers.
 
     OBS are hotshard.observations/1 files (from simulate, drive, or written by hand from
@@ -33,8 +37,10 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
     profile's prediction and every run (hottest shard marked), per-shard load and p99 over
     time (production's windows and the profile's timelines, the events shaded: a hot shard is
     hot in a window), latency percentiles, the mitigations side by side, and the diagnosis
-    with its evidence and next steps. A live p99 comparison is stated only when the runs
-    behind it were shard-bound. Plots are inline SVG: the file opens offline.
+    with its evidence and next steps. A run that injected an event gets its transient on
+    the time axis: onset, detection, relief, time above --slo-ms. A live p99 comparison is
+    stated only when the runs behind it were shard-bound. Plots are inline SVG: the file
+    opens offline.
 
     \b
     Examples:
@@ -64,7 +70,7 @@ def report(observation_paths, profile_path, partitioner, shards, key_type, outpu
     roles = assign_roles(runs)  # one rule for the roles: the report's and the diagnosis'
     production, baseline = roles.production, roles.baseline
     diagnosis = diagnose(production, baseline, profile=profile, partitioner=partitioner,
-                         problems=problems)
+                         problems=problems, slo_ms=slo_ms)
     write_report(output, runs, profile=profile, partitioner=partitioner, shards=shards,
                  key_type=key_type, diagnosis=diagnosis, production=production,
                  baseline=baseline, sources=list(observation_paths),

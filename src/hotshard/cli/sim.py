@@ -65,6 +65,24 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
 @click.option("--coalesce/--no-coalesce", default=None,
               help="Mitigation: a read arriving while an identical read is in flight waits "
                    "for it instead of queueing (modelled exactly).")
+@click.option("--detect", is_flag=True,
+              help="Model serve's hot-key detection: the mitigations apply to a key only once "
+                   "the service would call it hot (its share of the last --hot-window of "
+                   "requests at least --hot-share, read every 0.5 s; a split stays), not to "
+                   "the top keys from the start. Prints each event's time to detect and to "
+                   "relief, and its shard's p99 during and after.")
+@click.option("--hot-window", type=Seconds(), metavar="DURATION",
+              help="With --detect: the sliding window hot keys are counted over, 1s to 1h "
+                   "(serve --hot-window) [default: 10s, or the run's with --like].")
+@click.option("--hot-share", type=float, metavar="F",
+              help="With --detect: the share of the window that makes a key hot, in (0, 1] "
+                   "(serve --hot-share) [default: 0.05, or the run's with --like].")
+@click.option("--apply-time", type=Seconds(zero=True), metavar="DURATION",
+              help="With --detect: how long an action takes to apply once a key is found "
+                   "hot (serve's read mitigations: 0; a store that moves data to split: "
+                   "longer) [default: 0].")
+@click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), metavar="MS",
+              help="A p99 target: with events, how long each event's shard spent above it.")
 @click.option("--read-share", type=click.FloatRange(0, 1), metavar="F",
               help="Share of reads [default: by key from the profile's 'read' operation, "
                    "else 0.9]. Reads can be cached, coalesced and spread over replicas.")
@@ -88,8 +106,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
               help="Draw per-shard CPU and latency percentiles to a .png, .svg or .pdf file.")
 def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, workers, service,
              arrivals, order, hot_events, cache_size, hit_ms, split_hot, replicas, cache_hit,
-             hot_keys, coalesce, read_share, replay_path, like_path, profile_option, seed,
-             as_json, output, plot):
+             hot_keys, coalesce, detect, hot_window, hot_share, apply_time, slo_ms, read_share,
+             replay_path, like_path, profile_option, seed, as_json, output, plot):
     """Simulate the sharded service: per-shard CPU, queues and latency percentiles.
 
     Every request of the window is drawn (arrival time, key, read or write), placed on its
@@ -119,6 +137,8 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
       hotshard simulate --dist uniform:1e6 --rps 5000 --duration 10m --json -o test.json
       hotshard simulate --replay run.json
       hotshard simulate --like run.json --rps 3000 --shards 64 --split-hot 1:8
+      hotshard simulate --dist uniform:2000 -n 4 --rps 250 --duration 14s \
+          --event 4711:0.5:5s:14s --cache-hit 0.99 --detect --hot-window 2s --slo-ms 20
     """
     from hotshard._atomic import check_writable
     from hotshard.sim.scenarios import SCENARIOS
@@ -137,6 +157,10 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     ctx = click.get_current_context()
     given = {name for name in ctx.params
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    loose = [name for name in ("hot_window", "hot_share", "apply_time") if name in given]
+    if loose and not detect:
+        raise click.UsageError(f"--{loose[0].replace('_', '-')} sets the detection that "
+                               "--detect models: add --detect")
     if replay_path or like_path:
         _calibrated(given, locals())
         return
@@ -144,9 +168,10 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
         raise click.UsageError("--profile goes with --replay or --like; give a profile to "
                                "simulate as the PROFILE argument")
     options = _resolve(scenario, given, locals())
+    detection = _detection(detect, hot_window, hot_share, apply_time) if detect else None
     result = _run(options, given, hot_events=tuple(hot_events), cache_size=cache_size,
                   hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, read_share=read_share,
-                  seed=seed, scenario=scenario,
+                  seed=seed, scenario=scenario, detection=detection,
                   label=f"simulation: {scenario}" if scenario else "simulation")
     if result.windows is not None:
         from hotshard.render import saturation_text
@@ -167,6 +192,7 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
         from hotshard.render import simulation_summary
 
         click.echo(simulation_summary(result))
+        _transients(obs, slo_ms)
         for path in (output, plot):
             if path:
                 click.echo(f"wrote {path}")
@@ -177,6 +203,29 @@ _FROM_THE_RUN = ("profile_path", "scenario", "dist", "service", "arrivals", "ord
                  "read_share", "hot_events", "cache_size")
 _LIKE_CHANGES = ("rps", "shards", "duration", "split_hot", "replicas", "cache_hit", "hot_keys",
                  "coalesce")
+
+
+def _detection(detect, window, share, apply_s, recorded=None):
+    """The detection --detect models: the flags given, else the run's (``recorded``), else
+    serve's defaults."""
+    from hotshard.detect.policy import Detection
+
+    base = recorded or Detection()
+    return Detection(window_s=base.window_s if window is None else window,
+                     hot_share=base.hot_share if share is None else share,
+                     apply_s=base.apply_s if apply_s is None else apply_s)
+
+
+def _transients(obs, slo_ms) -> None:
+    """Each injected event's transient (onset, detection, relief, time above --slo-ms)."""
+    from hotshard.diagnose.transient import event_transients, transient_lines
+
+    transients = event_transients(obs, slo_ms=slo_ms)
+    if transients:
+        click.echo("")
+    for t in transients:
+        for line in transient_lines(t):
+            click.echo(line)
 
 
 def _calibrated(given, values) -> None:
@@ -202,8 +251,12 @@ def _calibrated(given, values) -> None:
                                f"--{changes[0].replace('_', '-')}, use --like")
     path = replay_path or like_path
     run = load(path)
+    if values["detect"] and replay_path:
+        raise click.UsageError("--detect goes with --like (the run's service with its "
+                               "detection modelled), not --replay")
     cal = calibrate(run, profile=values["profile_option"], partitioner=values["partitioner"],
                     workers=values["workers"], where=path)
+    detection = None
     if replay_path:
         predicted = replay(cal, seed=values["seed"])
     else:
@@ -213,9 +266,26 @@ def _calibrated(given, values) -> None:
                                   replicas=values["replicas"] or 1,
                                   cache_hit=values["cache_hit"], hot_keys=values["hot_keys"],
                                   coalesce=bool(values["coalesce"]))
+        events = ()
+        if values["detect"]:
+            from hotshard.sim.calibrate import run_detection, run_events
+
+            detection = _detection(True, values["hot_window"], values["hot_share"],
+                                   values["apply_time"], run_detection(run))
+            events = run_events(run)
+            if not events:
+                note(f"{path} injected no event (drive --event): the detection is modelled "
+                     "on the keys' own heat")
+            if not mitigations.active:   # the run's own, as the model takes them
+                from hotshard.sim.calibrate import run_mitigations
+
+                theirs, said = run_mitigations(run, events)
+                mitigations = theirs or mitigations
+                for text in said:
+                    note(text)
         predicted = predict_like(cal, rps=values["rps"], shards=values["shards"],
                                  duration=values["duration"], mitigations=mitigations,
-                                 seed=values["seed"])
+                                 seed=values["seed"], detection=detection, hot_events=events)
     if values["output"]:
         predicted.save(values["output"])
     if values["plot"]:
@@ -233,10 +303,17 @@ def _calibrated(given, values) -> None:
                    f"percentiles pooled over {copies} simulated runs of that length):")
         click.echo(comparison_text(compare(run, predicted)))
     else:
+        applied = mitigations.text() if mitigations.active else ""
+        if detection is not None and mitigations.cache_hit > 0:
+            applied = applied.replace(f"of the top {mitigations.hot_keys} keys'",
+                                      "of a hot key's")
         click.echo(observed_shards_text(
             predicted, f"Predicted at {predicted.rate_rps:,.4g} req/s on "
                        f"{len(predicted.shards)} shards, runs of {predicted.duration_s:g} s"
-                       + (f", {mitigations.text()}" if mitigations.active else "") + ":"))
+                       + (f", {applied}" if applied else "") + ":"))
+        if values["detect"]:
+            click.echo(f"detection: {detection.text()}")
+            _transients(predicted, values["slo_ms"])
     for target in (values["output"], values["plot"]):
         if target:
             click.echo(f"wrote {target}")
@@ -254,7 +331,7 @@ def _resolve(scenario, given, values) -> dict:
 
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
-         seed, scenario, label):
+         seed, scenario, label, detection=None):
     from hotshard.sim.scenarios import prepare, run_length
     from hotshard.sim.system import simulate
 
@@ -294,10 +371,19 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
     else:
         op_mix = None  # the user's share replaces the profile's
     _check_events(hot_events, options["duration"])
+    interval = None
+    if detection is not None:
+        from hotshard.sim.series import detection_interval
+
+        interval = detection_interval(options["duration"], detection)
+        if not ready.mitigations.active:
+            note("--detect with no mitigation (--replicas, --cache-hit, --coalesce, "
+                 "--split-hot): the keys are found hot, nothing is applied to them")
     return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
                     model=ready.model, mitigations=ready.mitigations, read_share=read_share,
                     op_mix=op_mix, hot_events=hot_events, rng=seed, label=label,
-                    key_generator=ready.key_generator, key_order=ready.key_order)
+                    key_generator=ready.key_generator, key_order=ready.key_order,
+                    detection=detection, interval=interval)
 
 
 def _check_events(events, duration) -> None:

@@ -245,6 +245,11 @@ class SlidingHotKeys:
         self._head: int | None = None  # index of the newest slice seen
         self._current: SpaceSaving | None = None  # its sketch, for the fast path
 
+    @property
+    def window_s(self) -> float:
+        """The window's length, seconds."""
+        return self._window_s
+
     def _slice(self, now: float | None) -> int:
         """Slice index of ``now`` (the clock's time if None)."""
         if now is None:

@@ -233,7 +233,7 @@ def _calibrated(run, profile: Profile, rate: float | None, notes: list[str]):
 def diagnose(production: Observations, baseline: Observations | None = None, *,
              profile: Profile | None = None, partitioner: str | None = None,
              problems: Sequence[str] = (),
-             calibrate_from=None) -> Diagnosis:
+             calibrate_from=None, slo_ms: float | None = None) -> Diagnosis:
     """Rank the explanations of production's behaviour (against a load test, if given).
 
     Parameters
@@ -257,6 +257,9 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
         then also state the hottest shard's CPU and p99 before and after each mitigation,
         from the service model calibrated on it (``hotshard.sim.calibrate``) simulated at
         production's rate and shard count.
+    slo_ms : float, optional
+        A p99 target: each event's transient (``diagnose.transient``) says how long the
+        event's shard was above it.
 
     Returns
     -------
@@ -290,8 +293,11 @@ def diagnose(production: Observations, baseline: Observations | None = None, *,
                      "production cannot be judged")
     recs = _recommend(ev, found, partitioner, notes, calibrate_from)
     when = _when(production, profile, partitioner, notes, baseline)
+    from hotshard.diagnose.transient import event_transients
+
     return Diagnosis(production.label, baseline.label if baseline is not None else None,
-                     tuple(findings), tuple(recs), tuple(notes), tuple(warnings), when)
+                     tuple(findings), tuple(recs), tuple(notes), tuple(warnings), when,
+                     event_transients(production, slo_ms=slo_ms))
 
 
 def _when(production: Observations, profile: Profile | None, partitioner: str | None,

@@ -142,6 +142,8 @@ class Diagnosis:
     when : diagnose.windows.WindowEvidence or None
         The time axis: production's peak window and the profile's predicted one, when the
         evidence has windows or the profile timelines.
+    transients : tuple of diagnose.transient.Transient
+        Each event the run injected: onset, detection, relief, time above the p99 target.
     """
 
     production: str
@@ -151,6 +153,7 @@ class Diagnosis:
     notes: tuple[str, ...] = field(default_factory=tuple)
     warnings: tuple[str, ...] = field(default_factory=tuple)
     when: Any = None
+    transients: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranking", tuple(sorted(self.ranking, key=_sort_key)))
@@ -174,4 +177,5 @@ class Diagnosis:
                 "ranking": [f.to_dict() for f in self.ranking],
                 "recommendations": [r.to_dict() for r in self.recommendations],
                 "notes": list(self.notes), "warnings": list(self.warnings),
-                "when": self.when.to_dict() if self.when is not None else None}
+                "when": self.when.to_dict() if self.when is not None else None,
+                "transients": [t.to_dict() for t in self.transients]}

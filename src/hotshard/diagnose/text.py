@@ -28,6 +28,14 @@ def diagnosis_text(diagnosis: Diagnosis, *, width: int = 100) -> str:
         lines.append("When:")
         for sentence in diagnosis.when.sentences:
             lines.extend(_wrap("- " + sentence, "  ", width))
+    if diagnosis.transients:
+        from hotshard.diagnose.transient import transient_lines
+
+        lines += ["", "Transient (onset, detection, relief):"]
+        for t in diagnosis.transients:
+            for line in transient_lines(t):
+                body = line.lstrip(" ")
+                lines.extend(_wrap(body, "  " + " " * (len(line) - len(body)), width))
     lines.append("")
     for rank, f in enumerate(diagnosis.ranking, 1):
         lines.append(f"{rank}. {f.cause:<21} {_MARK[f.verdict]:<13} score {f.score:.2f}  "

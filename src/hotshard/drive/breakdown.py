@@ -117,6 +117,43 @@ def run_is_valid(errors: dict[str, Any]) -> bool:
     return errors["attempted"] > 0 and errors["share"] <= errors["max_error_rate"]
 
 
+def target_detection(stats: Any) -> dict | None:
+    """How the target finds hot keys (``serve``'s ``/stats`` ``service.detection``), checked
+    by the rule itself (``detect.policy.Detection``); None when it does not say or says
+    something no service could run."""
+    from hotshard.detect.policy import Detection
+    from hotshard.errors import InputError
+
+    service = stats.get("service") if isinstance(stats, dict) else None
+    raw = service.get("detection") if isinstance(service, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Detection.from_dict(raw).to_dict()
+    except InputError:
+        return None
+
+
+def target_mitigations(stats: Any) -> dict | None:
+    """The mitigations the target had on at the run's end (``serve``'s ``/stats``
+    ``service.mitigations``), checked as the service checks them; None when it does not say
+    or says something no service could run."""
+    from hotshard.errors import InputError
+    from hotshard.mitigations import Mitigations
+
+    service = stats.get("service") if isinstance(stats, dict) else None
+    raw = service.get("mitigations") if isinstance(service, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    names = ("split_into", "split_bucket_ms", "replicas", "cache_ttl_s", "coalesce",
+             "channels", "hot_share")
+    try:
+        return Mitigations().updated({k: v for k, v in raw.items() if k in names}).to_dict(
+            names)
+    except InputError:
+        return None
+
+
 def run_actions(stats: dict, start_epoch: float, wall_s: float) -> tuple[dict, ...]:
     """The target's mitigation actions during the run (``serve``'s ``/stats`` ``actions``,
     read after it), each with ``t``, its seconds into the run: those taken from the run's
@@ -190,6 +227,8 @@ def to_observations(result: DriveResult, label: str) -> Observations:
         "read": config.read, "write": config.write, "warnings": driver_warnings(result),
         "events": [{"key": e.key, "share": e.share, "start_s": e.start, "end_s": e.end}
                    for e in config.events] or None,
+        "detection": target_detection(after),
+        "target_mitigations": target_mitigations(after),
         "node_commands": {sid: s["commands"] for sid, s in
                           ((str(s["id"]), s) for s in after.get("shards", []))
                           if "commands" in s} or None}}

@@ -322,7 +322,8 @@ def _shards_section(page: _Page, items: Sequence[Observations], roles: Roles,
 
 # -- 3. time ---------------------------------------------------------------------------------
 def _time_section(page: _Page, roles: Roles,
-                  predicted: tuple[ShardLoad, ShardLoad, Prediction] | None) -> str:
+                  predicted: tuple[ShardLoad, ShardLoad, Prediction] | None,
+                  diagnosis: Diagnosis | None = None) -> str:
     """Per-shard load over time, from production's windows and the profile's timelines."""
     from hotshard._format import clock
     from hotshard.report.timeline import observed_series, predicted_series, timeline_figure
@@ -347,6 +348,16 @@ def _time_section(page: _Page, roles: Roles,
     else:
         notes.append(f"{roles.production.label}: no time axis in its evidence (no windows), "
                      "so its shares are whole-run averages.")
+    from hotshard.diagnose.transient import event_transients, transient_lines
+
+    # an event the run injected: its transient (the diagnosis' own, judged against its p99
+    # target when it was given one)
+    transients = (diagnosis.transients if diagnosis is not None
+                  and diagnosis.production == roles.production.label
+                  else event_transients(roles.production))
+    for t in transients:
+        lines = transient_lines(t)
+        words.append(_e(lines[0]) + ": " + "; ".join(_e(x.strip()) for x in lines[1:]))
     profile_series = predicted_series(predicted[2]) if predicted is not None else None
     if profile_series is not None:
         series.append(profile_series)
@@ -672,7 +683,7 @@ def build_report(observations: Observations | Sequence[Observations], *,
         bodies = {
             "profile": _profile_section(page, profile),
             "shards": _shards_section(page, items, roles, predicted, layout, layout_note),
-            "time": _time_section(page, roles, predicted),
+            "time": _time_section(page, roles, predicted, diagnosis),
             "latency": _latency_section(page, items, roles),
             "mitigations": _mitigations_section(page, roles),
             "diagnosis": _diagnosis_section(page, diagnosis),

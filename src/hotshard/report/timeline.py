@@ -40,6 +40,7 @@ class ShardSeries:
     values: NDArray[np.float64]
     p99_ms: NDArray[np.float64] | None = None      # the window's p99, NaN where unknown
     events: tuple[tuple[str, str, float, float, float], ...] = ()  # key, shard, start, end, share
+    marks: tuple[tuple[str, float], ...] = ()   # (what, seconds): a detection, a relief
 
     @property
     def peak(self) -> tuple[int, int]:
@@ -74,8 +75,18 @@ def observed_series(obs: Observations) -> ShardSeries | None:
         return None
     p99 = np.array([w.latency_ms.p99 if w.latency_ms is not None and w.latency_ms.p99
                     is not None else np.nan for w in windows], dtype=np.float64)
+    # the events the run injected, and when each was found hot and relieved
+    from hotshard.diagnose.transient import event_transients
+
+    events, marks = [], []
+    for t in event_transients(obs):
+        events.append((t.key, t.shard or "?", t.onset_s, t.end_s, t.share))
+        if t.detected_s is not None:
+            marks.append((f"{t.key} detected", t.detected_s))
+        if t.relief_s is not None:
+            marks.append((f"{t.key} relieved", t.relief_s))
     return ShardSeries(obs.label, unit, edges, ids, values,
-                       None if np.isnan(p99).all() else p99)
+                       None if np.isnan(p99).all() else p99, tuple(events), tuple(marks))
 
 
 def predicted_series(prediction: Any) -> ShardSeries | None:
@@ -118,6 +129,10 @@ def timeline_figure(series: Sequence[ShardSeries]) -> Figure:
             ax.annotate(f"event: key {key} ({share:.0%}), shard {shard}",
                         (start / 60.0, ax.get_ylim()[1]), fontsize=8, va="top",
                         color="#8a6d00")
+        for (what, at), style in zip(s.marks[:6], ("--", ":") * 3, strict=False):
+            ax.axvline(at / 60.0, color="#444444", linestyle=style, linewidth=1.0)
+            ax.annotate(what, (at / 60.0, ax.get_ylim()[1] * 0.85), fontsize=7,
+                        rotation=90, va="top", ha="right", color="#444444")
         w, k = s.peak
         ax.set_title(f"{s.label}: {s.unit} per window; peak {clock(s.edges_s[w], span)}-"
                      f"{clock(s.edges_s[w + 1], span)} on shard {s.shard_ids[k]}", fontsize=10)

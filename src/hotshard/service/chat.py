@@ -8,13 +8,19 @@ each shard's requests, latency (queueing included), in-flight depth and the hop'
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hotshard.detect.policy import (
+    DEFAULT_HOT_WINDOW_S,
+    HOT_REFRESH_S,
+    MAX_HOT_WINDOW_S,
+    MIN_HOT_WINDOW_REQUESTS,
+    check_hot_window,
+)
 from hotshard.detect.sketch import SlidingHotKeys
 from hotshard.errors import InputError
 from hotshard.mitigations import Mitigations
@@ -38,38 +44,12 @@ from hotshard.service.supervisor import (
     Supervisor,
 )
 
-__all__ = ["DEFAULT_SHARD_TIMEOUT_S", "ChatService", "PostResult", "ReadResult",
-           "ShardCounters"]
+__all__ = ["DEFAULT_HOT_WINDOW_S", "DEFAULT_SHARD_TIMEOUT_S", "HOT_REFRESH_S",
+           "MAX_HOT_WINDOW_S", "MIN_HOT_WINDOW_REQUESTS", "ChatService", "PostResult",
+           "ReadResult", "ShardCounters", "check_hot_window"]
 
-HOT_REFRESH_S = 0.5
 # Mitigation actions kept for /stats (the newest; /metrics counts them all)
 MAX_ACTIONS = 1000
-# The hot-key sketch's window (serve --hot-window), and its bounds: the hot set is read from
-# the sketch every HOT_REFRESH_S, so a window shorter than two readings would judge heat on
-# requests the readings never saw together; past an hour a "hot" channel is a popular one
-DEFAULT_HOT_WINDOW_S = 10.0
-MAX_HOT_WINDOW_S = 3600.0
-
-
-def check_hot_window(window_s: float) -> float:
-    """``window_s`` when the sketch can work with it; else InputError saying why."""
-    low = 2 * HOT_REFRESH_S
-    if isinstance(window_s, bool) or not isinstance(window_s, int | float) \
-            or not math.isfinite(window_s) or window_s < low:
-        raise InputError(f"the hot-key window must be {low:g} s to {MAX_HOT_WINDOW_S:g} s, got "
-                         f"{window_s!r}: the hot set is read from it every {HOT_REFRESH_S:g} s, "
-                         "so a shorter window is over before it is read twice")
-    if window_s > MAX_HOT_WINDOW_S:
-        raise InputError(f"the hot-key window must be {low:g} s to {MAX_HOT_WINDOW_S:g} s, got "
-                         f"{window_s:g}: over an hour, a channel's share is its popularity, "
-                         "not its heat")
-    return float(window_s)
-
-
-# No channel is hot while the sketch's window holds fewer requests: at start, or after a
-# quiet spell, the first channel asked for would be "100% of the traffic" and be mitigated,
-# its history split for good, on the strength of one request
-MIN_HOT_WINDOW_REQUESTS = 100
 # How long the gateway waits for a shard's answer before it answers 504 itself: well above any
 # healthy call (milliseconds, or a few seconds of queue on a saturated shard), below the 30 s a
 # load driver waits by default, so a frozen or hopelessly backed-up shard shows as its own

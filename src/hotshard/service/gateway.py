@@ -426,6 +426,9 @@ def _stats(service: ChatService, state: dict[str, Any]) -> dict[str, Any]:
             "uptime_s": round(time.monotonic() - state.get("started", time.monotonic()), 3),
             "gateway_cpu_percent": _round(cpu.get(os.getpid())),
             "mitigations": service.mitigations.to_dict(SERVICE_FIELDS),
+            # how it finds hot channels (``detect.policy``): what a model of it needs
+            "detection": {"window_s": service.hotkeys.window_s,
+                          "hot_share": service.mitigations.hot_share},
             "split_channels": len(service.splits),
             "hop_p50_ms": _ms(hop.percentile(50)),
             "hop_p99_ms": _ms(hop.percentile(99)),

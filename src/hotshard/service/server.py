@@ -357,6 +357,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
     """The ``ChatService`` with its workers started (and the load done); stops them after.
 
     ``load_rows`` is the load file's row count when already known (``check_loadable``)."""
+    from hotshard.detect.policy import SLICES
     from hotshard.detect.sketch import SlidingHotKeys
     from hotshard.service.chat import ChatService
     from hotshard.service.split import SplitRegistry
@@ -376,7 +377,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
             await supervisor.set_replicas(config.mitigations.replicas)
         chat = ChatService(supervisor, data.router, SplitRegistry(data.path, data.router),
                            mitigations=config.mitigations,
-                           hotkeys=SlidingHotKeys(window_s=config.hot_window_s),
+                           hotkeys=SlidingHotKeys(window_s=config.hot_window_s, slices=SLICES),
                            max_body_bytes=config.max_body_bytes,
                            shard_timeout_s=config.shard_timeout_s)
         if config.load:

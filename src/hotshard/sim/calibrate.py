@@ -79,6 +79,7 @@ class Calibration:
     sources: dict[str, str] = field(default_factory=dict)   # value name -> where it came from
     notes: tuple[str, ...] = ()
     profile: object = None       # the keys' Profile when one was given read (diagnose's)
+    window_s: float | None = None   # the run's time windows' width, when it has windows
 
     @property
     def service_spec(self) -> str:
@@ -231,8 +232,15 @@ def calibrate(run: Observations, *, profile=None,
                       service_mean_ms=mean_ms, service_p99_ms=p99_ms, extra_ms=extra_ms,
                       rps=rps, duration_s=duration, arrivals=arrivals, keys=str(keys),
                       order=record.get("order") or "auto", read_share=read_share,
-                      sources=sources, notes=tuple(notes), profile=loaded)
+                      sources=sources, notes=tuple(notes), profile=loaded,
+                      window_s=_window_width(run))
     return _without_queueing(cal, x50, x99)
+
+
+def _window_width(run: Observations) -> float | None:
+    """The median width of the run's time windows, or None."""
+    widths = sorted(w.end_s - w.start_s for w in run.windows)
+    return widths[len(widths) // 2] if widths else None
 
 
 def _fit(mean_ms: float, x50: float, x99: float) -> tuple[float, float, float]:
@@ -301,7 +309,8 @@ def _replicates(rps: float, duration: float, requests: int) -> int:
 
 
 def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
-              replicates: int = 1, ready: Prepared | None = None) -> Observations:
+              replicates: int = 1, ready: Prepared | None = None, hot_events=(),
+              detection=None, interval: float | None = None) -> Observations:
     """``replicates`` runs of the options' length (seeds ``seed``, ``seed`` + 1, ...), each
     from an empty system, pooled: latency histograms merged per shard and overall, CPU and
     requests averaged (a run's own scale); then the fixed delay added. ``ready``: what
@@ -313,11 +322,18 @@ def _simulate(cal: Calibration, options: dict, *, seed: int, label: str,
 
     if ready is None:  # else ``prepare(options)`` made already (the fit's steps share one)
         ready = prepare(options)
+    # pooled runs have no one time axis, except a detection's: the first run keeps its
+    # windows and actions (the transient), the others add to its per-shard numbers
+    if detection is not None and interval is None:
+        from hotshard.sim.series import detection_interval
+
+        interval = detection_interval(options["duration"], detection)
     runs = [simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
                      model=ready.model, mitigations=ready.mitigations,
                      read_share=cal.read_share, rng=seed + k, label=label,
                      key_generator=ready.key_generator, key_order=ready.key_order,
-                     series=False)   # pooled runs: no one time axis to report
+                     hot_events=hot_events, detection=detection, interval=interval,
+                     series=detection is not None and k == 0)
             for k in range(replicates)]
     obs = runs[0].to_observations()
     if replicates > 1:
@@ -356,14 +372,19 @@ def _with_delay(obs: Observations, extra_ms: float) -> Observations:
     def moved(value):
         return None if value is None else value + extra_ms
 
-    shards = tuple(replace(s, p50_ms=moved(s.p50_ms), p99_ms=moved(s.p99_ms))
-                   for s in obs.shards)
-    latency = obs.latency_ms
-    if latency is not None:
-        latency = type(latency)(**{name: moved(getattr(latency, name))
-                                   for name in latency.__dataclass_fields__
-                                   if name != "extra"})
-    return replace(obs, shards=shards, latency_ms=latency)
+    def shards_of(rows):
+        return tuple(replace(s, p50_ms=moved(s.p50_ms), p99_ms=moved(s.p99_ms)) for s in rows)
+
+    def summary(latency):
+        if latency is None:
+            return None
+        return type(latency)(**{name: moved(getattr(latency, name))
+                                for name in latency.__dataclass_fields__ if name != "extra"})
+
+    windows = tuple(replace(w, shards=shards_of(w.shards), latency_ms=summary(w.latency_ms))
+                    for w in obs.windows)
+    return replace(obs, shards=shards_of(obs.shards), latency_ms=summary(obs.latency_ms),
+                   windows=windows)
 
 
 def replay(cal: Calibration, *, seed: int = 0) -> Observations:
@@ -374,11 +395,15 @@ def replay(cal: Calibration, *, seed: int = 0) -> Observations:
 
 
 def predict_like(cal: Calibration, *, rps: float | None = None, shards: int | None = None,
-                 duration: float | None = None, mitigations=None, seed: int = 0
-                 ) -> Observations:
+                 duration: float | None = None, mitigations=None, seed: int = 0,
+                 detection=None, hot_events=()) -> Observations:
     """The calibrated model at another rate, shard count or length (default: the run's),
     with ``mitigations`` (``hotshard.mitigations.Mitigations``): "this service, at
-    production's rate", pooled over ``_replicates`` runs."""
+    production's rate", pooled over ``_replicates`` runs. ``detection``
+    (``detect.policy.Detection``) and ``hot_events``: the mitigations follow the keys the
+    service's rule finds hot, through these events (``run_detection`` and ``run_events``
+    read a run's own); the first run's windows and actions are kept, in windows as wide as
+    the run's (so a transient is read to the same resolution on both)."""
     rate = rps or cal.rps
     length = duration or cal.duration_s
     overrides = {"rps": rate, "duration": length}
@@ -390,7 +415,76 @@ def predict_like(cal: Calibration, *, rps: float | None = None, shards: int | No
                                     if mitigations.split_into > 1 else None),
                          cache_hit=mitigations.cache_hit, hot_keys=mitigations.hot_keys)
     return _simulate(cal, cal.options(**overrides), seed=seed, label="prediction",
-                     replicates=_replicates(rate, length, MODEL_REQUESTS))
+                     replicates=_replicates(rate, length, MODEL_REQUESTS),
+                     hot_events=tuple(hot_events), detection=detection,
+                     interval=_run_width(cal) if length == cal.duration_s else None)
+
+
+def _run_width(cal: Calibration) -> float | None:
+    """The calibrated run's window width, when it had windows."""
+    return cal.window_s
+
+
+def run_detection(run: Observations):
+    """The hot-key rule the run's target said it used (``drive`` records ``serve``'s), as a
+    ``detect.policy.Detection``, or None."""
+    from hotshard.detect.policy import Detection
+
+    raw = _drive_record(run).get("detection")
+    return None if not isinstance(raw, dict) else Detection.from_dict(
+        raw, where="the run's detection")
+
+
+def run_mitigations(run: Observations, events=()) -> tuple:
+    """The model's mitigations for the ones the run's target had on for its hot channels
+    (``drive`` records ``serve``'s), and a note on each translation; (None, ()) when it
+    does not say. The service's page cache of ``cache_ttl_s`` misses once a TTL for a key
+    read at rate r (Poisson reads): a hit fraction of rT / (1 + rT), taken at the busiest
+    event's read rate."""
+    from hotshard.mitigations import Mitigations
+
+    raw = _drive_record(run).get("target_mitigations")
+    if not isinstance(raw, dict):
+        return None, ()
+    try:
+        service = Mitigations().updated({k: raw[k] for k in ("split_into", "replicas",
+                                                             "cache_ttl_s", "coalesce")
+                                         if k in raw})
+    except InputError:
+        return None, ()
+    notes = []
+    cache_hit = 0.0
+    if service.cache_ttl_s > 0:
+        record = _drive_record(run)
+        reads, writes = record.get("reads"), record.get("writes")
+        read_share = reads / (reads + writes) if isinstance(reads, int) and isinstance(
+            writes, int) and reads + writes else 0.9
+        rate = float(run.achieved_rps or run.rate_rps or 0.0)
+        share = max((e.share for e in events), default=0.0)
+        r = share * rate * read_share
+        if r > 0:
+            cache_hit = r * service.cache_ttl_s / (1 + r * service.cache_ttl_s)
+            notes.append(f"the run's {service.cache_ttl_s:g} s page cache, for a key read "
+                         f"{r:,.4g} times a second: {cache_hit:.1%} of a hot key's reads hit")
+    mitigations = Mitigations(split_into=service.split_into, replicas=service.replicas,
+                              coalesce=service.coalesce, cache_hit=round(cache_hit, 4))
+    return (mitigations if mitigations.active else None), tuple(notes)
+
+
+def run_events(run: Observations) -> tuple:
+    """The events the run injected (``drive --event``), as ``workload.timing.HotEvent``."""
+    from hotshard.workload.timing import HotEvent
+
+    raw = _drive_record(run).get("events") or []
+    out = []
+    for i, e in enumerate(raw if isinstance(raw, list) else []):
+        try:
+            out.append(HotEvent(str(e["key"]), float(e["share"]), float(e["start_s"]),
+                                float(e["end_s"])))
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"the run's event {i} is not key, share, start_s and end_s: "
+                             f"{e!r}") from None
+    return tuple(out)
 
 
 @dataclass(frozen=True)

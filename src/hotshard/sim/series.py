@@ -63,6 +63,13 @@ def series_interval(duration: float, period: float | None = None) -> float:
     return max(width, duration / MAX_WINDOWS)
 
 
+def detection_interval(duration: float, detection) -> float:
+    """Windows fine enough to see a detection's transient: half the hot-key window (at least
+    a second, the width ``drive`` records a live run in), never wider than the run's
+    default windows."""
+    return min(series_interval(duration), max(1.0, detection.window_s / 2))
+
+
 def window_count(duration: float, width: float) -> int:
     """Windows of ``width`` that cover [0, ``duration``) (the last may be shorter)."""
     return max(1, min(MAX_WINDOWS, int(math.ceil(duration / width - 1e-9))))

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hotshard._format import pct
+from hotshard.detect.policy import Detection
 from hotshard.errors import InputError
 from hotshard.mitigations import MODEL_FIELDS, Mitigations
 from hotshard.observations import Observations, ShardObservation
@@ -131,6 +132,10 @@ class SimResult:
     # the run's time axis (sim.series.WindowSeries): per window each shard's requests, CPU
     # and p99, and the window's latency; None when not asked for
     windows: WindowSeries | None = field(default=None, repr=False, compare=False)
+    # serve's hot-key rule when the mitigations followed it (``sim.detection``), and what it
+    # did: each action's ``t`` (seconds into the run), ``key``, ``shard``, ``action``, ``share``
+    detection: Detection | None = None
+    actions: tuple[dict, ...] = field(default=(), repr=False, compare=False)
 
     def percentiles(self) -> dict[str, float]:
         """p50, p90, p99, p99.9 (from the histogram: within 0.2%), the exact max and mean."""
@@ -157,6 +162,8 @@ class SimResult:
                                             "end_s": e.end} for e in self.events]}}
         if self.windows is not None:
             extra["simulation"]["saturation"] = _saturation_dict(self.windows)
+        if self.detection is not None:
+            extra["simulation"]["detection"] = self.detection.to_dict()
         windows = () if self.windows is None else self.windows.to_time_windows()
         return Observations(label=self.label, rate_rps=self.rps,
                             achieved_rps=self.requests / self.duration,
@@ -164,7 +171,8 @@ class SimResult:
                             key_generator=self.key_generator,
                             latency_ms=self.percentiles() or None, shards=shards,
                             cache_hit_rate=self.cache_hit_rate,
-                            distinct_keys=self.distinct_keys, windows=windows, extra=extra)
+                            distinct_keys=self.distinct_keys, windows=windows,
+                            actions=self.actions, extra=extra)
 
 
 def _saturation_dict(windows: WindowSeries) -> dict:
@@ -277,7 +285,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
              op_mix=None, hot_events=(), rng: np.random.Generator | int | None = None,
              label: str = "simulation", key_generator: str | None = None,
              partitioner=None, key_order=None, window: float | None = None,
-             interval: float | None = None, series: bool = True) -> SimResult:
+             interval: float | None = None, series: bool = True,
+             detection: Detection | None = None) -> SimResult:
     """Simulate ``duration`` seconds of traffic at ``rps`` requests/s through the service.
 
     Parameters
@@ -307,6 +316,10 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         (``key_order.interval(duration)``), else 1/20 of the run (``series.series_interval``).
     series : keep the time windows (False: ``windows`` is None, for runs whose series no
         one reads, such as a calibration's replicates).
+    detection : serve's hot-key rule (``detect.policy.Detection``): the mitigations then
+        apply to a key only while it is hot by that rule (a split from its first detection
+        on), as the service applies them, instead of to the top keys by rank from the start;
+        the result's ``actions`` say when (``sim.detection``). None: by rank.
 
     Returns
     -------
@@ -351,7 +364,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                                   float(model.service.mean))
     run = _Run(sampler, float(rps), float(duration), model, mitigations, read_share,
                op_mix if by_key else None, tuple(hot_events), partitioner, key_order,
-               int(gen.integers(0, 2**63 - 1)), recorder)
+               int(gen.integers(0, 2**63 - 1)), recorder, detection)
     run.go(window)
     reads = "by key, from the profile's operations" if by_key else f"{pct(read_share)} of requests"
     return SimResult(label=label, rps=float(rps), duration=float(duration),
@@ -361,7 +374,8 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                      distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
                      mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events),
                      key_order="irm" if key_order is None else key_order.name,
-                     windows=None if recorder is None else recorder.result())
+                     windows=None if recorder is None else recorder.result(),
+                     detection=detection, actions=run.actions())
 
 
 _ARRIVALS, _REQUESTS, _ORDER = 1, 2, 3   # the run's independent streams (spawn keys)
@@ -380,7 +394,7 @@ class _Run:
     is the same whatever the window."""
 
     def __init__(self, sampler, rps, duration, model, mitigations, read_share, op_mix,
-                 events, partitioner, key_order, root, series=None):
+                 events, partitioner, key_order, root, series=None, detection=None):
         from hotshard.sim.arrivals import arrival_blocks
         from hotshard.sim.cache import LRUCache
         from hotshard.sim.queues import ShardQueue
@@ -402,6 +416,8 @@ class _Run:
                              "bytes each); lower the rate")
         self.event_targets = [self._event_target(i, e) for i, e in enumerate(events)]
         self.sub_shards = self._sub_shards()
+        self.detected_split = None   # (followed keys, S) sub-partitions' shards, or None
+        self.replay = self._replay(detection)
         self.hot = min(mitigations.hot_keys, len(self.head_ids))
         self.che = (_che_table(sampler, self.place, model, rps)
                     if model.cache_size > 0 and key_order is None else None)
@@ -423,7 +439,14 @@ class _Run:
         if event.key in self.head_ids:
             position = self.head_ids.index(event.key)
             return position, int(self.place.head[position])
-        return -(index + 1), int(self.place.of_ids([event.key])[0])
+        try:
+            return -(index + 1), int(self.place.of_ids([event.key])[0])
+        except InputError:   # a channel name among integer keys: the store places it as text
+            from hotshard.shards.partitioners import partitioner_for
+
+            text = partitioner_for(self.model.partitioner, self.model.shards,
+                                   integer_keys=False)
+            return -(index + 1), int(text.shard_of([event.key])[0])
 
     def _sub_shards(self) -> NDArray[np.int64] | None:
         """The shards of the top K keys' S sub-partitions, (K, S), or None (no split)."""
@@ -434,6 +457,39 @@ class _Run:
         from hotshard.shards.split import split_shards
 
         return split_shards(self.place.partitioner, self.head_ids[:k], m.split_into).shards
+
+    def _replay(self, detection):
+        """serve's hot-key rule over this run (``sim.detection``), with the followed keys'
+        sub-partitions when detected keys are split; or None."""
+        if detection is None:
+            return None
+        from hotshard.sim.detection import CANDIDATES, HotKeyReplay
+
+        ids, names, shards = [], [], []
+        for i, (event, (position, shard)) in enumerate(zip(self.events, self.event_targets,
+                                                            strict=True)):
+            if position < 0 or position >= CANDIDATES:
+                ids.append(position if position >= 0 else -(i + 1))
+                names.append(event.key)
+                shards.append(shard)
+        for position in range(min(CANDIDATES, len(self.head_ids))):
+            ids.append(position)
+            names.append(self.head_ids[position])
+            shards.append(int(self.place.head[position]))
+        replay = HotKeyReplay(detection, ids, names, shards)
+        if self.mit.split_into > 1 and names:   # the followed keys' sub-partitions
+            from hotshard.shards.split import split_shards
+
+            self.detected_split = split_shards(self.place.partitioner, tuple(replay.names),
+                                               self.mit.split_into).shards
+        return replay
+
+    def actions(self) -> tuple[dict, ...]:
+        """What the replayed rule did (``sim.detection``), in time order."""
+        if self.replay is None:
+            return ()
+        self.replay.finish(self.duration)
+        return tuple(self.replay.actions)
 
     # -- the run ----------------------------------------------------------------------------
     def go(self, window: float | None) -> None:
@@ -483,11 +539,20 @@ class _Run:
         if self.events:
             shard, key_id = _apply_events(self.events, self.event_targets, arrival, shard,
                                           key_id, g)
+        targeted = None   # the requests whose key is hot now (None: by rank)
+        if self.replay is not None:
+            until = min((b + 1) * self.blocks.seconds, self.duration)
+            targeted, split = self.replay.mark(arrival, key_id, max(until, float(arrival[-1])))
+            if self.detected_split is not None and split.any():
+                # their ids follow those of the top keys split by rank (``_split``), if any
+                offset = 0 if self.sub_shards is None else self.sub_shards.shape[0]
+                shard, key_id = _split_detected(self.replay.columns(key_id), split,
+                                                self.detected_split, offset, shard, key_id, g)
         if self.sub_shards is not None:
             shard, key_id = _split(self.sub_shards, shard, key_id, g)
         local = None   # served by the gateway's local cache (none without one)
         if mit.cache_hit > 0:
-            hot = (key_id >= 0) & (key_id < self.hot)
+            hot = targeted if targeted is not None else (key_id >= 0) & (key_id < self.hot)
             local = is_read & hot & (g.random(n) < mit.cache_hit)
         che = None
         if self.che is not None:
@@ -497,10 +562,14 @@ class _Run:
             if local is not None:
                 che &= ~local
         service = self.model.service.sample(n, g)
-        replica = (np.where(is_read, g.integers(0, mit.replicas, n), 0) if mit.replicas > 1
-                   else None)
+        replica = None
+        if mit.replicas > 1:   # by rank every read is spread; detected, a hot key's reads
+            spread = is_read if targeted is None else is_read & targeted
+            replica = np.where(spread, g.integers(0, mit.replicas, n), 0)
+        merge = None if targeted is None or not mit.coalesce else is_read & targeted
         return {"arrival": arrival, "shard": shard, "key_id": key_id, "is_read": is_read,
-                "local": local, "che": che, "service": service, "replica": replica}
+                "local": local, "che": che, "service": service, "replica": replica,
+                "merge": merge}
 
     def _serve(self, w: dict) -> None:
         """One window: the shards' caches, then their queues, then the counts. The window's
@@ -525,6 +594,7 @@ class _Run:
         key_id = w["key_id"][order] if per_key else None
         replica = None if w["replica"] is None else w["replica"][order]
         is_read = w["is_read"][order] if per_key or replica is not None else None
+        merge = is_read if w["merge"] is None else w["merge"][order]
         local = None if w["local"] is None else w["local"][order]
         hits = None if w["che"] is None else w["che"][order]
         if self.lru is not None:   # every request that reaches the cache references its key
@@ -560,7 +630,7 @@ class _Run:
                         continue
                 kwargs = {}
                 if mit.coalesce:
-                    kwargs = {"keys": key_id[take], "coalesce": is_read[take]}
+                    kwargs = {"keys": key_id[take], "coalesce": merge[take]}
                 done = queue.serve(arrival[take], service[take], **kwargs)
                 if self.series is not None:   # its work, window by window
                     self.series.work(s, done.arrival, done.start, done.finish,
@@ -665,6 +735,19 @@ def _split(sub_shards, shard, key_id, gen):
     shard[mine] = sub_shards[target, bucket]
     key_id = key_id.copy()
     key_id[mine] = -(1000 + target * s_count + bucket)
+    return shard, key_id
+
+
+def _split_detected(col, split, sub_shards, offset, shard, key_id, gen):
+    """Requests for keys the replayed rule has found hot (``split``; ``col`` the followed
+    key's row of ``sub_shards``), spread over their S sub-partitions, each placed as a key of
+    its own, as the service splits the channels it targets."""
+    mine = split & (col >= 0)
+    s_count = sub_shards.shape[1]
+    bucket = gen.integers(0, s_count, int(mine.sum()))
+    shard, key_id = shard.copy(), key_id.copy()
+    shard[mine] = sub_shards[col[mine], bucket]
+    key_id[mine] = -(1000 + (offset + col[mine]) * s_count + bucket)
     return shard, key_id
 
 
