@@ -202,3 +202,33 @@ def test_saturation_is_said_for_the_peak_and_the_whole_span_apart(aligned, tmp_p
     text = " ".join(run.stdout.split())
     assert "saturated: " in text and "it reaches 100% in that window at" in text
     assert "Over the whole span's average, " in text
+
+
+def test_predict_detect_says_how_long_each_event_goes_unmitigated(aligned, tmp_path):
+    """An event of share S over a key's steady share p is found once its share fills the
+    hot share h of the window: after (h - p) / (S - p) of 9 to 10 slices of it, then up to
+    one 0.5 s reading (``Detection.time_to_detect``); the bounds printed are those."""
+    from hotshard.detect.policy import Detection
+    from tests.conftest import run_cli
+
+    trace, profile = aligned
+    path = tmp_path / "p.json"
+    profile.save(path)
+    res = run_cli("predict", str(path), "-p", "redis-cluster", "-n", "16", "--replicas", "3",
+                  "--detect", "--hot-window", "4s", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)["detection"]
+    (e,) = [e for e in doc["events"] if e["key"] == str(EVENT_KEY)]
+    rule = Detection(window_s=4.0)
+    event = next(x for x in predict(profile, _part(profile)).timeline.events
+                 if x.key == str(EVENT_KEY))
+    fill = (0.05 - event.overall_share) / (event.share - event.overall_share)
+    assert e["found_after_s"] == [round(fill * 3.6, 3), round(fill * 4.0 + 0.5, 3)]
+    assert rule.time_to_detect(event.share, event.overall_share) == pytest.approx(
+        (fill * 3.6, fill * 4.0 + 0.5))
+    text = run_cli("predict", str(path), "-p", "redis-cluster", "-n", "16", "--detect")
+    assert f"key {EVENT_KEY} on shard {e['shard']}" in text.stdout
+    assert "unmitigated until then" in text.stdout
+    assert "no mitigation given" in text.stderr
+    bad = run_cli("predict", str(path), "-p", "redis-cluster", "-n", "16", "--hot-window", "4s")
+    assert bad.returncode == 2 and "add --detect" in bad.stderr

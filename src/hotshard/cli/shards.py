@@ -9,6 +9,7 @@ import click
 from hotshard.cli._options import (
     KEY_TYPE_RULE,
     PARTITIONER_CHOICE,
+    Seconds,
     SplitSpec,
     need_shard_count,
     partitioner_options,
@@ -89,9 +90,22 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
 @click.option("--key-template", metavar="TEMPLATE",
               help="Redis Cluster: the key name the store uses, {key} standing for the key "
                    "(e.g. 'chat:{{key}}' puts the key in a hash tag: same slot as the key).")
+@click.option("--detect", is_flag=True,
+              help="Model serve's hot-key detection for the profile's events (its timelines): "
+                   "how soon after its start each event's key is found hot and mitigated, "
+                   "its shard carrying it unmitigated until then.")
+@click.option("--hot-window", type=Seconds(), metavar="DURATION",
+              help="With --detect: the sliding window hot keys are counted over (serve "
+                   "--hot-window) [default: 10s].")
+@click.option("--hot-share", type=float, metavar="F",
+              help="With --detect: the share of the window that makes a key hot, in (0, 1] "
+                   "(serve --hot-share) [default: 0.05].")
+@click.option("--apply-time", type=Seconds(zero=True), metavar="DURATION",
+              help="With --detect: how long an action takes once a key is found [default: 0].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_hot, replicas,
-            cache_hit, coalesce, hot_keys, slots_from, key_template, as_json, **layout):
+            cache_hit, coalesce, hot_keys, slots_from, key_template, detect, hot_window,
+            hot_share, apply_time, as_json, **layout):
     """Predict each shard's share of load (and CPU) from a profile, before any test runs.
 
     Head keys are placed exactly by the store's partitioner; the tail is spread by its mean
@@ -117,9 +131,16 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     upper bound on what is left.
 
     \b
+    --detect models serve's detection instead of mitigations from the first instant: each
+    event is taken as a step in its key's share, found hot once that share fills --hot-share
+    of the --hot-window (a reading every 0.5 s), so the output says how long its shard
+    carries it unmitigated (simulate --detect measures the whole transient).
+
+    \b
     Examples:
       hotshard predict profile.json -p cassandra -n 12 --rps 3000 --capacity 400
       hotshard predict profile.json -p kafka -n 64 --split-hot 10:8 --replicas 3
+      hotshard predict profile.json -p kafka -n 16 --replicas 3 --detect --hot-window 5s
     """
     from hotshard.mitigations import Mitigations
     from hotshard.profile.document import Profile
@@ -127,6 +148,18 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict as run_predict
 
+    loose = [name for name, v in (("hot-window", hot_window), ("hot-share", hot_share),
+                                  ("apply-time", apply_time)) if v is not None]
+    if loose and not detect:
+        raise click.UsageError(f"--{loose[0]} sets the detection that --detect models: add "
+                               "--detect")
+    detection = None
+    if detect:
+        from hotshard.detect.policy import Detection
+
+        detection = Detection(**{k: v for k, v in (("window_s", hot_window),
+                                                   ("hot_share", hot_share),
+                                                   ("apply_s", apply_time)) if v is not None})
     live = None
     if slots_from is not None:
         if partitioner != "redis-cluster":
@@ -153,7 +186,66 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=replicas,
                               cache_hit=cache_hit, coalesce=coalesce, hot_keys=hot_keys)
     result = run_predict(prof, part, rps=rps, capacity=capacity, mitigations=mitigations)
+    found = None if detection is None else _detected(result, detection)
+    steady = None if detection is None else _steady(prof, part, detection)
     if as_json:
-        click.echo(json.dumps(result.to_dict()))
+        doc = result.to_dict()
+        if found is not None:
+            doc["detection"] = {**detection.to_dict(), "events": found, "steady": steady}
+        click.echo(json.dumps(doc))
     else:
         click.echo(prediction_summary(result))
+        if found is not None:
+            _detection_text(detection, found, steady, mitigations, result.timeline is None)
+
+
+def _detected(result, detection) -> list[dict]:
+    """Each of the prediction's events (its timelines) as the rule finds it: (earliest,
+    latest) seconds from its start to the action (``Detection.time_to_detect``)."""
+    events = getattr(result.timeline, "events", ()) if result.timeline is not None else ()
+    out = []
+    for e in events:
+        when = detection.time_to_detect(e.share, e.overall_share)
+        out.append({"key": e.key, "shard": e.shard, "start_s": e.start_s, "end_s": e.end_s,
+                    "share": e.share, "found_after_s": None if when is None else
+                    [round(when[0], 3), round(when[1], 3)]})
+    return out
+
+
+def _steady(profile, partitioner, detection) -> list[dict]:
+    """The head keys above the hot share over the whole span: hot from the start, found
+    within one window and a reading of the service's start (at most ten, largest first)."""
+    shares = profile.head_counts / max(float(profile.events), 1.0)
+    keys = [i for i in range(min(shares.size, 10)) if shares[i] >= detection.hot_share]
+    if not keys:
+        return []
+    placed = partitioner.shard_of([str(profile.head_keys[i]) for i in keys])
+    within = detection.window_s + 0.5 + detection.apply_s
+    return [{"key": str(profile.head_keys[i]), "shard": int(s), "share": float(shares[i]),
+             "found_within_s": within} for i, s in zip(keys, placed, strict=True)]
+
+
+def _detection_text(detection, found, steady, mitigations, no_timelines) -> None:
+    from hotshard.cli._console import note
+
+    click.echo("")
+    click.echo(f"Detection: {detection.text()}")
+    for e in steady:
+        click.echo(f"  key {e['key']} on shard {e['shard']}, {e['share']:.0%} of all requests: "
+                   f"hot from the start, found within {e['found_within_s']:g} s of it")
+    if not found:
+        note("the profile has no timelines (profile it with --time): no event to find late"
+             if no_timelines else "the profile's timelines show no event to find late")
+        return
+    if not mitigations.active:
+        note("no mitigation given (--replicas, --cache-hit, --coalesce, --split-hot): the "
+             "events are found, nothing is applied to them")
+    for e in found:
+        head = (f"  key {e['key']} on shard {e['shard']}, {e['share']:.0%} of the requests "
+                f"from {e['start_s']:g} s to {e['end_s']:g} s:")
+        if e["found_after_s"] is None:
+            click.echo(f"{head} never found (under {detection.hot_share:.0%}): unmitigated")
+        else:
+            lo, hi = e["found_after_s"]
+            click.echo(f"{head} found {lo:.2g}-{hi:.2g} s after its start; unmitigated "
+                       "until then")

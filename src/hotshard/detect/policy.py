@@ -92,6 +92,21 @@ class Detection:
         """One slice of the window: the step the window moves in."""
         return self.window_s / SLICES
 
+    def time_to_detect(self, share: float, before: float = 0.0) -> tuple[float, float] | None:
+        """(earliest, latest) seconds from a step in a key's share, from ``before`` to
+        ``share`` of the requests, to the action on it; None when ``share`` is under the
+        hot share (never found). The window at a reading spans ``SLICES - 1`` to ``SLICES``
+        slices, so the key's share of it reaches the hot share after a fraction
+        ``(hot_share - before) / (share - before)`` of that, then waits up to one reading,
+        then ``apply_s``; a key already hot before the step is found at once."""
+        if share < self.hot_share:
+            return None
+        if before >= self.hot_share:
+            return (self.apply_s, HOT_REFRESH_S + self.apply_s)
+        fill = (self.hot_share - before) / max(share - before, 1e-12)
+        return (fill * (self.window_s - self.slice_s) + self.apply_s,
+                fill * self.window_s + HOT_REFRESH_S + self.apply_s)
+
     def to_dict(self) -> dict[str, Any]:
         return {"window_s": self.window_s, "hot_share": self.hot_share,
                 "apply_s": self.apply_s, "refresh_s": HOT_REFRESH_S, "slices": SLICES,
