@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hotshard.cli._options import Seconds
+from hotshard.cluster.policies import MAXMEMORY_POLICIES
 
 
 @click.group()
@@ -50,7 +51,11 @@ def cluster():
                    "command counts read nodes: serve --store --replicas R needs R here.")
 @click.option("--no-persist", is_flag=True,
               help="No append-only file (default: appendonly yes, fsync everysec).")
-def up(nodes, port, directory, replicas, no_persist):
+@click.option("--maxmemory-policy", type=click.Choice(MAXMEMORY_POLICIES), default=None,
+              help="The nodes' eviction policy [default: Redis's, noeviction]. An LFU one "
+                   "(allkeys-lfu) keeps the per-key access counters redis-cli --hotkeys and "
+                   "observe redis-cluster --hot-keys read.")
+def up(nodes, port, directory, replicas, no_persist, maxmemory_policy):
     """Start N nodes on 127.0.0.1, assign the slots, wait for cluster_state:ok; print the
     URL with the password: redis-cluster://:PASSWORD@127.0.0.1:PORT.
 
@@ -64,7 +69,7 @@ def up(nodes, port, directory, replicas, no_persist):
     from hotshard.cluster.local import up as start
 
     state = start(directory, nodes=nodes, port=port, persist=not no_persist,
-                  replicas=replicas)
+                  replicas=replicas, maxmemory_policy=maxmemory_policy)
     bare = RedisURL(state.host, state.ports[0])  # the URL without the password
     note(f"{nodes} masters" + (f" + {nodes * (replicas - 1)} replica nodes ({replicas} "
                                 f"nodes per shard)" if replicas > 1 else "")

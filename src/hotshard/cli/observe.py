@@ -150,16 +150,29 @@ def prometheus(url, start, end, preset, shard_label, node_label, requests_q, cpu
               help="The window: every node's INFO now and after this long (60, 60s, 5m).")
 @click.option("--timeout", type=Seconds(), default=5.0, show_default=True,
               help="How long each node may take to answer.")
+@click.option("--hot-keys", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="Also read the N keys with the highest LFU counters "
+              "(OBJECT FREQ, as redis-cli --hotkeys; needs an LFU maxmemory-policy) before and "
+              "after the window, each with the rate range its counters can mean (16: "
+              "--hotkeys' own count).")
+@click.option("--max-keys", type=click.IntRange(min=1), default=100_000, show_default=True,
+              help="With --hot-keys: keys scanned on each node at most.")
 @_output
-def redis_cluster(url, duration, timeout, label, output):
+def redis_cluster(url, duration, timeout, hot_keys, max_keys, label, output):
     """Every master's commands, CPU and keyspace hits over a window, from the nodes' INFO.
 
     Shards are the masters, numbered as `predict --slots-from` numbers them, with their
     address as node. Without a password in the URL, REDISCLI_AUTH is used.
 
+    --hot-keys N adds the cluster's hot keys as evidence (extra.hot_keys): Redis's LFU
+    counters are logarithms of hits (8 bits, saturating near 300 K hits), read before and
+    after the window, so each key gets the range of rates its counters can mean. Under a
+    policy that is not LFU there are no counters, and the note says so.
+
     \b
     Example:
       hotshard observe redis-cluster://127.0.0.1:7000 --duration 60s -o redis-prod.json
+      hotshard observe redis-cluster://127.0.0.1:7000 --duration 30s --hot-keys 16
     """
     from hotshard.observe.redis_cluster import observe_redis_cluster
 
@@ -168,7 +181,8 @@ def redis_cluster(url, duration, timeout, label, output):
 
         check_writable(output)
     obs = observe_redis_cluster(url, duration=duration, timeout=timeout,
-                                label=label or "production")
+                                label=label or "production", hot_keys=hot_keys,
+                                max_keys=max_keys)
     _emit(obs, output)
 
 

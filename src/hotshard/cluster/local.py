@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hotshard._atomic import why_not_a_directory
+from hotshard.cluster.policies import MAXMEMORY_POLICIES
 from hotshard.cluster.resp import (
     DEFAULT_TIMEOUT,
     PASSWORD_ENV,
@@ -382,13 +383,16 @@ def _task_room() -> list[tuple[int, str]]:
 
 def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
        host: str = "127.0.0.1", persist: bool = True, timeout: float = 30.0,
-       replicas: int = 1) -> ClusterState:
+       replicas: int = 1, maxmemory_policy: str | None = None) -> ClusterState:
     """Start an N-master cluster, each shard on ``replicas`` nodes in total: the master and
     ``replicas - 1`` replica nodes (on the ports after the masters'), every node requiring a
     new random password; return once every node reports ``cluster_state:ok`` and every
     replica has synced with its master. ``replicas`` counts read nodes as every hotshard
     command does (``Mitigations.replicas``: 1, the default, is no replica), so ``serve
     --store --replicas R`` runs on a cluster started with ``replicas=R``.
+    ``maxmemory_policy``: the nodes' eviction policy (``MAXMEMORY_POLICIES``; None: Redis's
+    default, noeviction); an LFU one keeps the access counters ``redis-cli --hotkeys`` and
+    ``observe redis-cluster --hot-keys`` read.
 
     All or nothing: a start that fails or is interrupted (KeyboardInterrupt, or any other
     exception, such as the CLI's on SIGTERM) kills the nodes it started and removes what it
@@ -406,6 +410,9 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
     """
     if not 1 <= nodes <= 1000:
         raise InputError(f"nodes must be in 1..1000, got {nodes}")
+    if maxmemory_policy is not None and maxmemory_policy not in MAXMEMORY_POLICIES:
+        raise InputError(f"maxmemory-policy must be one of {', '.join(MAXMEMORY_POLICIES)}, "
+                         f"got {maxmemory_policy!r}")
     if not 1 <= replicas <= 6:
         raise InputError(f"replicas counts each shard's nodes, the master included: 1..6 "
                          f"(1: no replica node), got {replicas}")
@@ -439,7 +446,8 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
         _private_dir(root)
         password = secrets.token_urlsafe(24)  # URL-safe: the URL needs no percent-encoding
         for p in ports:
-            _start_node(binary, root, host, p, password, persist, procs, aside)
+            _start_node(binary, root, host, p, password, persist, procs, aside,
+                        maxmemory_policy)
         state = ClusterState(host, ports, tuple(pr.pid for pr in procs), str(root.resolve()),
                              persist, password)
         _write_private(root / STATE_FILE, json.dumps(state.to_dict(), indent=2) + "\n")
@@ -485,7 +493,7 @@ def _remove_added(root: Path, before: dict[Path, set[str]]) -> None:
 
 def _start_node(binary: str, root: Path, host: str, port: int, password: str,
                 persist: bool, procs: list[subprocess.Popen],
-                aside: list[tuple[Path, Path]]) -> None:
+                aside: list[tuple[Path, Path]], maxmemory_policy: str | None = None) -> None:
     """Start one redis-server into ``procs``, its secrets in a 0600 config file (the argv is
     world-readable); a previous cluster's files in its directory are set aside (recorded
     in ``aside``) so the node starts empty. It runs with a umask of 077, so every file it
@@ -510,6 +518,8 @@ def _start_node(binary: str, root: Path, host: str, port: int, password: str,
             "--daemonize", "no", "--save", "", "--logfile", "redis.log"]
     argv += (["--appendonly", "yes", "--appendfsync", "everysec"] if persist
              else ["--appendonly", "no"])
+    if maxmemory_policy is not None:
+        argv += ["--maxmemory-policy", maxmemory_policy]
     # umask= is applied in the child between fork and exec (no preexec_fn, which is unsafe
     # with threads); start_new_session: the terminal's Ctrl-C reaches us, not the nodes
     procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

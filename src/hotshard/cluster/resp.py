@@ -297,9 +297,11 @@ def _reply_error(url: RedisURL, command: Sequence[Any], text: str) -> InputError
                       f"error: {text}")
 
 
-def _checked(url: RedisURL, commands: Sequence[Sequence[Any]], replies: list[Any]
-             ) -> list[Any]:
-    """The replies to ``commands`` (the login's come first): any error reply raised."""
+def _checked(url: RedisURL, commands: Sequence[Sequence[Any]], replies: list[Any],
+             keep_errors: bool = False) -> list[Any]:
+    """The replies to ``commands`` (the login's come first): any error reply raised, or with
+    ``keep_errors`` returned in its place as the InputError it would raise (a login's error
+    is always raised)."""
     import hiredis
 
     hello = len(replies) - len(commands)
@@ -307,16 +309,20 @@ def _checked(url: RedisURL, commands: Sequence[Sequence[Any]], replies: list[Any
         if isinstance(reply, hiredis.ReplyError):
             raise _auth_error(url, str(reply))
     out = replies[hello:]
-    for command, reply in zip(commands, out, strict=True):
+    for i, (command, reply) in enumerate(zip(commands, out, strict=True)):
         if isinstance(reply, hiredis.ReplyError):
-            raise _reply_error(url, command, str(reply))
+            if not keep_errors:
+                raise _reply_error(url, command, str(reply))
+            out[i] = _reply_error(url, command, str(reply))
     return out
 
 
 def ask_all(url: RedisURL, commands: Sequence[Sequence[Any]], *,
-            timeout: float = DEFAULT_TIMEOUT) -> list[Any]:
+            timeout: float = DEFAULT_TIMEOUT, keep_errors: bool = False) -> list[Any]:
     """The replies to ``commands``, sent after the login on one new connection to the URL's
-    node; the whole exchange is bounded by ``timeout`` whatever the node does.
+    node; the whole exchange is bounded by ``timeout`` whatever the node does. With
+    ``keep_errors`` an error reply is returned in its place (as an InputError) instead of
+    raised: for a batch where one key may be gone by the time it is asked about.
 
     Raises
     ------
@@ -325,7 +331,7 @@ def ask_all(url: RedisURL, commands: Sequence[Sequence[Any]], *,
         missing or refused password, LOADING, or any other error reply, naming the node.
     """
     replies = exchange(url.host, url.port, [*_login(url), *commands], timeout=timeout)
-    return _checked(url, commands, replies)
+    return _checked(url, commands, replies, keep_errors)
 
 
 async def aask_all(url: RedisURL, commands: Sequence[Sequence[Any]], *,

@@ -20,17 +20,21 @@ start is kept as such: the latency percentiles go to each shard's ``extra``, not
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from hotshard.cluster.lfu_scan import LfuReading, read_lfu
 from hotshard.cluster.resp import RedisURL, aask_all, node_key, parse_info, parse_url
 from hotshard.cluster.topology import topology
+from hotshard.detect.lfu import LFU_INIT_VAL, rate_range
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
 from hotshard.observe._common import CPU_SLACK_S, Notes, build, iso, settle_fraction
 
-__all__ = ["NodeSample", "observe_redis_cluster", "sample_nodes"]
+__all__ = ["NodeSample", "lfu_hot_keys", "observe_redis_cluster", "sample_nodes"]
 
 INFO = (("INFO", "all"),)
 
@@ -108,7 +112,8 @@ def _deltas(before: NodeSample, after: NodeSample, *, ours: dict[str, int]
 
 def observe_redis_cluster(url: str | RedisURL, *, duration: float, timeout: float = 5.0,
                           label: str = "production",
-                          sleep: Callable[[float], None] = time.sleep) -> Observations:
+                          sleep: Callable[[float], None] = time.sleep,
+                          hot_keys: int = 0, max_keys: int | None = None) -> Observations:
     """Every master's commands, CPU and keyspace hits over ``duration`` seconds from now.
 
     Parameters
@@ -122,6 +127,14 @@ def observe_redis_cluster(url: str | RedisURL, *, duration: float, timeout: floa
         Seconds each question to a node may take, connecting included.
     sleep : callable
         Waits the window out; injected so tests can run traffic meanwhile.
+    hot_keys : int
+        Also read every master's LFU counters before and after the window (``OBJECT FREQ``,
+        as ``redis-cli --hotkeys``; ``cluster.lfu_scan``) and keep the ``hot_keys`` keys with
+        the highest counters in ``extra.hot_keys``, each with the rate range its counters
+        can mean (``detect.lfu.rate_range``); 0: no reading. The readings bracket the
+        window's INFO, so their SCAN and OBJECT FREQ are not in its counts.
+    max_keys : int
+        Keys a reading scans on each node at most (``lfu_scan.DEFAULT_MAX_KEYS``).
 
     Raises
     ------
@@ -138,10 +151,15 @@ def observe_redis_cluster(url: str | RedisURL, *, duration: float, timeout: floa
                 for m in masters}
     slots = {m: sum(r[1] - r[0] + 1 for r in rows if r[2] == m) for m in masters}
     addresses = masters + [a for m in masters for a in replicas[m]]
+    if hot_keys < 0:
+        raise InputError(f"hot_keys must be >= 0, got {hot_keys}")
+    scan = {"max_keys": max_keys} if max_keys is not None else {}
+    lfu_before = read_lfu(url, timeout=timeout, **scan) if hot_keys else None
     started = sample_nodes(url, addresses, timeout=timeout)
     sleep(duration)
     try:
         ended = sample_nodes(url, addresses, timeout=timeout)
+        lfu_after = read_lfu(url, timeout=timeout, **scan) if hot_keys else None
     except InputError as exc:
         raise InputError(f"a node stopped answering during the window: {exc}") from None
     notes = Notes()
@@ -210,4 +228,55 @@ def observe_redis_cluster(url: str | RedisURL, *, duration: float, timeout: floa
     fields = {"duration_s": round(window, 3)}
     if total and window > 0:
         fields["rate_rps"] = fields["achieved_rps"] = round(total / window, 3)
-    return build(label, source=source, notes=notes, shards=shards, fields=fields)
+    obs = build(label, source=source, notes=notes, shards=shards, fields=fields)
+    if lfu_before is None or lfu_after is None:
+        return obs
+    found = lfu_hot_keys(lfu_before, lfu_after, hot_keys,
+                         total / window if total and window > 0 else None)
+    extra = dict(obs.extra)
+    extra["observe"] = {**extra["observe"],
+                        "notes": [*extra["observe"]["notes"], *found.pop("notes")]}
+    return replace(obs, extra={**extra, "hot_keys": found})
+
+
+def lfu_hot_keys(before: LfuReading, after: LfuReading, count: int,
+                 total_rps: float | None) -> dict[str, Any]:
+    """The ``count`` keys with the highest counters at the end, each with its counters, the
+    rate range they can mean over the readings' interval, and that range as a share of the
+    cluster's requests; plus notes saying what the counters are and what they are not."""
+    notes = []
+    if not after.lfu:
+        policies = sorted({n.policy for n in after.nodes if not n.lfu})
+        notes.append(f"no hot keys read: the nodes' maxmemory-policy is {', '.join(policies)}, "
+                     "not an LFU one, so Redis keeps no access counters (`hotshard cluster up "
+                     "--maxmemory-policy allkeys-lfu`, or CONFIG SET maxmemory-policy "
+                     "allkeys-lfu on each node)")
+        return {"source": "lfu", "policy": policies, "keys": [], "notes": notes}
+    first = {(i, k): c for i, n in enumerate(before.nodes) for k, c in n.counters.items()}
+    rows = []
+    for i, node in enumerate(after.nodes):
+        seconds = max(node.at - before.nodes[i].at, 1e-9)
+        for key, c in node.counters.items():
+            start = first.get((i, key), LFU_INIT_VAL)
+            lo, hi = rate_range(start, c, seconds, node.log_factor)
+            rows.append((c, key, i, start, lo, hi, seconds))
+    rows.sort(key=lambda r: (-r[0], -r[4], r[1]))
+    keys = []
+    for c, key, i, start, lo, hi, seconds in rows[:count]:
+        share = None
+        if total_rps:
+            share = [round(lo / total_rps, 6),
+                     None if math.isinf(hi) else round(min(hi / total_rps, 1.0), 6)]
+        keys.append({"key": key, "shard": str(i), "counter_before": start, "counter": c,
+                     "rate_rps": [round(lo, 3), None if math.isinf(hi) else round(hi, 3)],
+                     "share": share, "seconds": round(seconds, 6)})
+    notes.append("hot keys from Redis's LFU counters (OBJECT FREQ, as redis-cli --hotkeys): a "
+                 "counter is a logarithm of a key's hits since it was created, so each key's "
+                 "rate over the window is a range (extra.hot_keys; a saturated counter, 255, "
+                 "has no upper bound); keys created during the window counted from 5")
+    if not all(n.complete for n in after.nodes):
+        notes.append("the LFU scan stopped short of some nodes' whole keyspace (--max-keys): "
+                     "a hotter key may be among those not scanned")
+    return {"source": "lfu", "policy": sorted({n.policy for n in after.nodes}),
+            "log_factor": after.nodes[0].log_factor if after.nodes else None,
+            "keys": keys, "notes": notes}
