@@ -187,6 +187,37 @@ def redis_cluster(url, duration, timeout, hot_keys, max_keys, label, output):
 
 
 @observe.command()
+@click.argument("reply", metavar="REPLY")
+@click.option("--shard", default="0", show_default=True,
+              help="The shard (node) the reply came from, as the other evidence numbers it.")
+@click.option("--node", metavar="HOST:PORT", help="The node's address, kept beside the shard.")
+@_output
+def hotkeys(reply, shard, node, label, output):
+    """A Redis 8.6 HOTKEYS GET reply saved to a file: the node's top keys by CPU time and
+    network bytes, each as a share of the node's totals (extra.hot_keys).
+
+    REPLY is what `redis-cli HOTKEYS GET` prints (or its --json). A session started with
+    SAMPLE ratio measured one command in ratio: each key's totals are scaled by it (an
+    estimate). Read on Redis's documented examples only (no Redis 8.6 here); one file per
+    node, --shard naming it.
+
+    \b
+    Example:
+      redis-cli -p 7000 HOTKEYS START METRICS 2 CPU NET DURATION 30
+      sleep 30; redis-cli -p 7000 HOTKEYS GET > node0.txt
+      hotshard observe hotkeys node0.txt --shard 0 -o hot.json
+    """
+    from hotshard.observe.hotkeys_reply import read_hotkeys_reply
+
+    if output is not None:
+        from hotshard._atomic import check_writable
+
+        check_writable(output)
+    _emit(read_hotkeys_reply(reply, label=label or "production", shard=shard, node=node),
+          output)
+
+
+@observe.command()
 @click.argument("summary", metavar="SUMMARY.json")
 @click.option("--executor", type=click.Choice(["constant-arrival-rate", "ramping-arrival-rate",
                                                "constant-vus", "ramping-vus",
