@@ -9,7 +9,12 @@ every 0.5 s (as ``serve`` reads its own):
 
 * serve's sliding Space-Saving sketch (``hotshard.detect.sketch``) at capacities of 32, 256
   and 1,024 counters and windows of 2, 10 and 30 s (10 slices);
-* a 1-in-N sampler (``hotshard.detect.sampler``, Pelikan's way) at N = 10 and 100, 10 s.
+* a 1-in-N sampler (``hotshard.detect.sampler``, Pelikan's way) at N = 10 and 100, 10 s;
+* Redis 7's LFU counters as ``redis-cli --hotkeys`` reads them (``hotshard.detect.lfu``: the
+  counter's own rule, checked against a live redis-server in
+  tests/cluster/test_lfu_live.py): every key's counter, the top 16 reported, each key's hits
+  estimated from its counter; decay 1 minute (Redis's shortest), lfu-log-factor 10 (the
+  default) and 1 (finer counts, saturating sooner).
 
 Printed per detector: precision and recall of the hot keys over every reading, the mean
 error of the shares it reported for the truly hot keys, the latency after each event's
@@ -26,6 +31,7 @@ import time
 
 import numpy as np
 
+from hotshard.detect.lfu import LfuCounters
 from hotshard.detect.sampler import SampledCounts
 from hotshard.detect.score import ExactCounts, score_detector
 from hotshard.detect.sketch import SlidingHotKeys
@@ -62,6 +68,9 @@ def main() -> None:
     for every in (10, 100):
         detectors.append((f"1-in-{every} sampler, 10 s",
                           lambda e=every: SampledCounts(every=e, window_s=10.0, seed=5)))
+    for factor in (10, 1):
+        detectors.append((f"Redis LFU, log factor {factor}",
+                          lambda f=factor: LfuCounters(log_factor=f, seed=5)))
 
     def replay_s(detector) -> float:
         """Seconds to feed the whole stream and read it every 0.5 s (no scoring)."""

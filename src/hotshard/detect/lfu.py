@@ -103,32 +103,45 @@ def distribution(hits: int, log_factor: float = DEFAULT_LOG_FACTOR,
 
 
 class LfuCounters:
-    """Redis's LFU counter for every key (module notes), as a detector.
+    """Redis's LFU counter for every key (module notes), as a detector read the way
+    ``redis-cli --hotkeys`` reads it: a full scan, every key's counter decayed for its idle
+    minutes, the ``top`` highest reported (16, as ``--hotkeys``).
 
     Parameters
     ----------
     log_factor, decay_minutes : Redis's ``lfu-log-factor`` and ``lfu-decay-time``.
     seed : the increments' random numbers (Redis uses rand()): same seed, same counters.
+    top : keys a reading reports.
     """
 
     def __init__(self, *, log_factor: float = DEFAULT_LOG_FACTOR,
-                 decay_minutes: float = DEFAULT_DECAY_MINUTES, seed: int = 0) -> None:
+                 decay_minutes: float = DEFAULT_DECAY_MINUTES, seed: int = 0,
+                 top: int = 16) -> None:
         self.log_factor = _factor(log_factor)
         if not (math.isfinite(decay_minutes) and decay_minutes >= 0):
             raise InputError(f"lfu-decay-time must be >= 0 minutes, got {decay_minutes!r}")
         self.decay_minutes = float(decay_minutes)
+        self.top = int(top)
         self._rng = np.random.default_rng(seed)
         self._draws = self._rng.random(4096)
         self._next = 0
-        self._keys: dict[str, list[float]] = {}   # key -> [counter, minute of last access]
+        self._index: dict[str, int] = {}
+        self._names: list[str] = []
+        self._counter = np.zeros(1024, dtype=np.int64)
+        self._minute = np.zeros(1024, dtype=np.int64)   # of the last access
+        # each counter's hits as a reader takes them: its range's middle (a saturated
+        # counter, its floor)
+        self._estimate = np.array([lo if math.isinf(hi) else (lo + hi) / 2.0
+                                   for lo, hi in (hits_range(c, self.log_factor)
+                                                  for c in range(MAX_COUNTER + 1))])
+        self._up = 1.0 / (np.maximum(np.arange(MAX_COUNTER + 1) - LFU_INIT_VAL, 0)
+                          * self.log_factor + 1.0)
 
-    def _decayed(self, state: list[float], now: float) -> int:
-        counter, last = int(state[0]), state[1]
-        if self.decay_minutes > 0:
-            periods = int((math.floor(now / 60.0) - last) // self.decay_minutes)
-            if periods > 0:
-                counter = max(0, counter - periods)
-        return counter
+    def _decay(self, counter, minute, now_minute):
+        if self.decay_minutes <= 0:
+            return counter
+        periods = (now_minute - minute) // self.decay_minutes
+        return np.maximum(counter - periods.astype(np.int64), 0)
 
     def _random(self) -> float:
         if self._next == self._draws.size:
@@ -139,31 +152,43 @@ class LfuCounters:
     def add(self, key: str, *, now: float) -> None:
         """One access to ``key`` at ``now`` (seconds): created at the initial value, else
         decayed for its idle minutes, then incremented with Redis's probability."""
-        state = self._keys.get(key)
-        minute = float(math.floor(now / 60.0))
-        if state is None:
-            self._keys[key] = [float(LFU_INIT_VAL), minute]
+        minute = int(math.floor(now / 60.0))
+        i = self._index.get(key)
+        if i is None:
+            i = self._index[key] = len(self._names)
+            self._names.append(key)
+            if i == self._counter.size:
+                self._counter = np.concatenate([self._counter, np.zeros_like(self._counter)])
+                self._minute = np.concatenate([self._minute, np.zeros_like(self._minute)])
+            self._counter[i], self._minute[i] = LFU_INIT_VAL, minute
             return
-        counter = self._decayed(state, now)
-        if counter < MAX_COUNTER:
-            base = max(counter - LFU_INIT_VAL, 0)
-            if self._random() < 1.0 / (base * self.log_factor + 1.0):
-                counter += 1
-        state[0], state[1] = float(counter), minute
+        counter = int(self._counter[i])
+        if self.decay_minutes > 0:
+            counter = max(0, counter - int((minute - int(self._minute[i]))
+                                           // self.decay_minutes))
+        if counter < MAX_COUNTER and self._random() < self._up[counter]:
+            counter += 1
+        self._counter[i], self._minute[i] = counter, minute
 
     def counter(self, key: str, *, now: float) -> int | None:
         """``OBJECT FREQ key`` at ``now`` (None: no such key)."""
-        state = self._keys.get(key)
-        return None if state is None else self._decayed(state, now)
+        i = self._index.get(key)
+        if i is None:
+            return None
+        return int(self._decay(self._counter[i:i + 1], self._minute[i:i + 1],
+                               int(math.floor(now / 60.0)))[0])
 
     def shares(self, *, now: float, min_total: int = 1) -> dict[str, float]:
-        """Each key's estimated hits (the middle of its counter's range; a saturated key at
-        its floor) over all keys' (a full scan, as ``--hotkeys`` does)."""
-        est = {}
-        for key, state in self._keys.items():
-            lo, hi = hits_range(self._decayed(state, now), self.log_factor)
-            est[key] = lo if math.isinf(hi) else (lo + hi) / 2.0
-        total = sum(est.values())
+        """The ``top`` keys by counter, each with its estimated hits (``hits_range``'s
+        middle) over all keys' estimates."""
+        n = len(self._names)
+        if n == 0:
+            return {}
+        counters = self._decay(self._counter[:n], self._minute[:n], int(math.floor(now / 60)))
+        est = self._estimate[counters]
+        total = float(est.sum())
         if total <= 0 or total < min_total:
             return {}
-        return {k: v / total for k, v in est.items()}
+        k = min(self.top, n)
+        best = np.argpartition(-counters, k - 1)[:k] if k < n else np.arange(n)
+        return {self._names[i]: float(est[i]) / total for i in best.tolist()}
