@@ -111,3 +111,19 @@ def test_a_detection_setting_that_cannot_work_is_one_line(extra, said):
     res = run_cli(*SIM, *extra)
     assert res.returncode == 2, res.stderr
     assert said in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_without_an_injected_event_the_rules_actions_are_summed_up_key_by_key():
+    from hotshard.diagnose.transient import action_lines
+
+    actions = [{"t": 0.5, "key": "a", "shard": "3", "action": "hot", "share": 0.07},
+               {"t": 6.0, "key": "a", "shard": "3", "action": "lifted", "share": 0.04},
+               {"t": 9.0, "key": "a", "shard": "3", "action": "hot", "share": 0.06},
+               {"t": 2.0, "key": "b", "shard": "1", "action": "hot", "share": 0.2},
+               {"t": 30.0, "key": "b", "shard": "1", "action": "lifted", "share": 0.01}]
+    lines = action_lines(actions)
+    assert lines[0] == "the hot-key rule acted on 2 keys:"
+    assert lines[1] == ("  key a (shard 3): hot at 0.5 s (7.0% of the window), lifted 1x and "
+                        "found again 1x")
+    assert lines[2] == "  key b (shard 1): hot at 2 s (20.0% of the window), lifted at 30 s"
+    assert "sits at the hot share" in lines[3]

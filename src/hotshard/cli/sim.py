@@ -226,6 +226,12 @@ def _transients(obs, slo_ms) -> None:
     for t in transients:
         for line in transient_lines(t):
             click.echo(line)
+    if not transients and obs.actions:
+        from hotshard.diagnose.transient import action_lines
+
+        click.echo("")
+        for line in action_lines(obs.actions):
+            click.echo(line)
 
 
 def _calibrated(given, values) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 from hotshard.detect.policy import HOT_REFRESH_S, Detection
 from hotshard.observations import Observations, TimeWindow
 
-__all__ = ["Transient", "event_transients", "transient_lines"]
+__all__ = ["Transient", "action_lines", "event_transients", "transient_lines"]
 
 # the load must come down by at least this fraction of its unrelieved level to be relief
 MIN_RELIEF = 0.25
@@ -273,3 +273,38 @@ def faster(t: Transient) -> list[str]:
                    f"~{t.expected_detect_s(lower):.2g} s, mitigating more channels")
     out.append("fastest: split a channel known to go live before its event: no detection")
     return out
+
+
+def action_lines(actions, *, keys: int = 5) -> list[str]:
+    """What the rule did, key by key (no injected event to time it against): when each key
+    was first found hot, and how often it was lifted and found again; a key that flaps sits at
+    the hot share, and its mitigation comes and goes with it."""
+    by_key: dict[str, list[dict]] = {}
+    for a in actions:
+        if a.get("action") in ("hot", "lifted"):
+            by_key.setdefault(str(a.get("key")), []).append(a)
+    ranked = sorted(by_key.items(), key=lambda kv: float(kv[1][0]["t"]))
+    lines = [f"the hot-key rule acted on {len(by_key)} key{'s' * (len(by_key) != 1)}:"]
+    flapping = False
+    for key, rows in ranked[:keys]:
+        first = next((r for r in rows if r["action"] == "hot"), None)
+        if first is None:
+            continue
+        lifted = sum(r["action"] == "lifted" for r in rows)
+        again = sum(r["action"] == "hot" for r in rows) - 1
+        where = f" (shard {first['shard']})" if first.get("shard") is not None else ""
+        text = f"  key {key}{where}: hot at {float(first['t']):g} s"
+        if first.get("share") is not None:
+            text += f" ({float(first['share']):.1%} of the window)"
+        if again > 0:
+            flapping = True
+            text += f", lifted {lifted}x and found again {again}x"
+        elif lifted:
+            text += f", lifted at {float(rows[-1]['t']):g} s"
+        lines.append(text)
+    if len(ranked) > keys:
+        lines.append(f"  ... and {len(ranked) - keys} more (the observations' actions)")
+    if flapping:
+        lines.append("  a key found again and again sits at the hot share: its mitigation comes "
+                     "and goes (a lower --hot-share or a longer --hot-window steadies it)")
+    return lines
