@@ -276,8 +276,13 @@ def _calibrated(given, values) -> None:
         if values["detect"]:
             from hotshard.sim.calibrate import run_detection, run_events
 
+            recorded = run_detection(run)
+            if recorded is None:
+                note(f"{path} does not record how its target finds hot keys (drive against "
+                     "hotshard serve records it): serve's defaults, or --hot-window and "
+                     "--hot-share")
             detection = _detection(True, values["hot_window"], values["hot_share"],
-                                   values["apply_time"], run_detection(run))
+                                   values["apply_time"], recorded)
             events = run_events(run)
             if not events:
                 note(f"{path} injected no event (drive --event): the detection is modelled "
