@@ -22,6 +22,7 @@ onset, and its time per request against the baseline in the same run: exact coun
 same window (a dict and a deque), the detector every sketch approximates.
 
     python benchmarks/bench_detectors.py [--rate 1000] [--span 600] [--threshold 0.05]
+                                         [--only LFU]
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--span", type=float, default=600.0)
     ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--only", metavar="TEXT", help="Score only the detectors whose name holds "
+                    "TEXT (the exact baseline always runs first).")
     args = ap.parse_args()
     keys, times = make_stream(args.rate, args.span)
     events = [(key, start) for key, start, _, _ in EVENTS]
@@ -71,6 +74,9 @@ def main() -> None:
     for factor in (10, 1):
         detectors.append((f"Redis LFU, log factor {factor}",
                           lambda f=factor: LfuCounters(log_factor=f, seed=5)))
+
+    if args.only:
+        detectors = detectors[:1] + [d for d in detectors[1:] if args.only in d[0]]
 
     def replay_s(detector) -> float:
         """Seconds to feed the whole stream and read it every 0.5 s (no scoring)."""
