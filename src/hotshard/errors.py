@@ -58,18 +58,24 @@ class ObservationsError(HotshardError, ValueError):
 
 class ShardUnavailable(HotshardError, ConnectionError):
     """A shard's worker is down or restarting; try again after ``retry_after`` seconds.
-    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503)."""
+    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503).
+    ``outcome_unknown``: the request had been handed to the shard when its connection
+    broke, so a write may have been stored (retried blindly, it could be stored twice)."""
 
     def __init__(self, message: str, *, retry_after: float = 1.0,
-                 shard: int | None = None) -> None:
+                 shard: int | None = None, outcome_unknown: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.shard = shard
+        self.outcome_unknown = outcome_unknown
 
 
 class ShardTimeout(HotshardError, TimeoutError):
     """A shard did not answer in time (a frozen or overloaded worker): the gateway's 504.
-    ``shard``: which shard, when known."""
+    ``shard``: which shard, when known. The request was handed to the shard, which may still
+    carry it out: a write's outcome is unknown (``outcome_unknown``)."""
+
+    outcome_unknown = True
 
     def __init__(self, message: str, *, shard: int | None = None) -> None:
         super().__init__(message)

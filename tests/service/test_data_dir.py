@@ -271,3 +271,94 @@ def test_rows_a_shard_would_refuse_are_refused_before_anything_starts(tmp_path, 
     r = run_cli("serve", "--data", str(tmp_path / "d"), "--load", str(tmp_path / "x.parquet"))
     assert_one_line_error(r, words)
     assert not (tmp_path / "d").exists()
+
+
+def _open(data, shards, **kwargs):
+    from hotshard.service.server import ServeConfig, open_data_dir
+
+    return open_data_dir(ServeConfig(data_dir=str(data), shards=shards, **kwargs))
+
+
+def test_every_shard_database_records_the_layout_and_a_start_that_disagrees_is_refused(
+        tmp_path):
+    """The directory's record gone, a start with other flags used to serve messages from
+    shards their channels no longer route to: each database now says its layout itself."""
+    from hotshard.errors import InputError
+    from hotshard.service.server import LAYOUT_RECORD
+    from hotshard.service.store import SQLiteStore
+
+    data = tmp_path / "data"
+    _open(data, 2).close()
+    with SQLiteStore(data / "shard-000.sqlite3") as store:
+        store.append("c1", "ann", "kept")
+    for i in range(2):
+        db = sqlite3.connect(data / f"shard-{i:03d}.sqlite3")
+        assert dict(db.execute("SELECT key, value FROM layout")) == {
+            "partitioner": "kafka", "shards": "2", "index": str(i)}
+        db.close()
+    (data / LAYOUT_RECORD).unlink()
+    with pytest.raises(InputError, match="laid out for 2 shards placed by kafka"):
+        _open(data, 4)
+    with pytest.raises(InputError, match="laid out for 2 shards placed by kafka"):
+        _open(data, 2, partitioner="cassandra")
+    res = run_cli("serve", "--data", str(data), "--shards", "4", "--port", "0")
+    assert res.returncode == 2 and "--shards 2 --partitioner kafka" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    _open(data, 2).close()   # its own layout still opens
+
+
+def test_an_older_directory_without_layouts_is_checked_by_its_databases(tmp_path):
+    from hotshard.errors import InputError
+    from hotshard.service.store import SQLiteStore
+
+    data = tmp_path / "old"
+    data.mkdir(mode=0o700)
+    for i in range(2):   # made 0644 by an older version, no layout table, no record
+        with SQLiteStore(data / f"shard-{i:03d}.sqlite3") as store:
+            store.append(f"c{i}", "ann", "old")
+        os.chmod(data / f"shard-{i:03d}.sqlite3", 0o644)
+    with pytest.raises(InputError, match="2 shard databases with messages and no recorded"):
+        _open(data, 4)
+    _open(data, 2).close()
+    assert stat.S_IMODE((data / "shard-000.sqlite3").stat().st_mode) == 0o600
+
+
+def test_split_registry_is_private_whatever_the_umask(tmp_path):
+    from hotshard.service.router import Router
+    from hotshard.service.split import SplitRegistry
+
+    data = tmp_path / "d"
+    data.mkdir()
+    old = os.umask(0)
+    try:
+        SplitRegistry(data, Router("kafka", 4)).add("c1", 4, 1000, since_ms=T0_MS)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((data / "splits.json").stat().st_mode) == 0o600
+    os.chmod(data / "splits.json", 0o644)
+    SplitRegistry(data, Router("kafka", 4))
+    assert stat.S_IMODE((data / "splits.json").stat().st_mode) == 0o600
+
+
+def test_a_load_refuses_rows_without_a_channel_unless_told_to_skip_them(tmp_path):
+    """A NULL channel_id was skipped silently ("loaded 19,999 messages" of 20,000, exit 0)
+    and a NULL user_id stored as the user "uNone": now the first is refused with its count
+    (or left out and counted with --skip-bad-rows), the second is user u0."""
+    table = pa.table({
+        "timestamp": pa.array(T0_MS + np.arange(5) * 7, pa.timestamp("ms", tz="UTC")),
+        "channel_id": pa.array([1, None, 3, 4, 5], pa.int64()),
+        "user_id": pa.array([10, 11, None, 13, 14], pa.int64()),
+        "size": pa.array([20] * 5, pa.int64())})
+    path = tmp_path / "m.parquet"
+    pq.write_table(table, path)
+    res = run_cli("serve", "--data", str(tmp_path / "d"), "--load", str(path), "--port", "0")
+    assert res.returncode == 2, res.stderr
+    assert "1 rows have no channel_id (NULL)" in res.stderr and "--skip-bad-rows" in res.stderr
+    assert not (tmp_path / "d").exists()
+    with serve(tmp_path / "d2", "--shards", "2", "--load", str(path), "--skip-bad-rows") as svc:
+        users = {c: [m["user"] for m in svc.get(f"/channels/{c}/messages").json()["messages"]]
+                 for c in ("1", "3", "4")}
+        assert users == {"1": ["u10"], "3": ["u0"], "4": ["u13"]}
+    from hotshard.service.server import stored_messages
+
+    assert stored_messages(tmp_path / "d2", 2) == 4

@@ -64,6 +64,9 @@ placement (partitioner, shard_count, key_type, layout).
 @click.option("--load", "load_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Fill the shards from `hotshard generate` output before serving "
               "(every row one message; all or nothing: a failed load leaves --data as it was).")
+@click.option("--skip-bad-rows", is_flag=True,
+              help="With --load: leave out rows without a channel_id (NULL) and say how many "
+              "(refused by default: a row that cannot be placed is lost data).")
 @click.option("--append", is_flag=True,
               help="With --load: add the file's rows to a data directory that already holds "
               "messages (refused without it: a second load would duplicate them).")
@@ -104,7 +107,8 @@ placement (partitioner, shard_count, key_type, layout).
               "(1s to 1h); a shorter window finds an event sooner and forgets it sooner. "
               "No channel is hot while the window holds fewer than 100 requests.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
-          ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file, append,
+          ring_file, slots_map, routing_shards, map_file, chunks_file, store, load_file,
+          skip_bad_rows, append,
           admin_token, cost_ms, shard_timeout, max_body_bytes, split, split_bucket, replicas,
           cache_ttl, coalesce, hot_channels, hot_share, hot_window):
     """Run the reference chat-history service: an HTTP gateway over N shard processes.
@@ -146,6 +150,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
                                    "no other --partitioner")
     if append and not load_file:
         raise click.UsageError("--append adds a --load file's rows: give --load FILE too")
+    if skip_bad_rows and not load_file:
+        raise click.UsageError("--skip-bad-rows applies to a --load file: give --load FILE too")
     if admin_token is not None:
         from hotshard.service.admin import check_admin_token
 
@@ -169,6 +175,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
                          layout=layout,
                          host=host, port=port, cost_ms=cost_ms, max_body_bytes=max_body_bytes,
                          mitigations=mitigations, load=load_file, store=store, append=append,
+                         skip_bad_rows=skip_bad_rows,
                          admin_token=admin_token, shard_timeout_s=shard_timeout,
                          hot_window_s=hot_window)
 
@@ -182,6 +189,8 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         spread = ", ".join(str(n) for n in result.per_shard)
         note(f"loaded {result.messages:,} messages in {result.seconds:.1f} s "
              f"({result.messages / max(result.seconds, 1e-9):,.0f}/s); per shard: {spread}")
+        if result.skipped_rows:
+            note(f"skipped {result.skipped_rows:,} rows without a channel_id (--skip-bad-rows)")
 
     from hotshard.cluster.local import redact_url
 

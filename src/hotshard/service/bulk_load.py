@@ -39,7 +39,8 @@ from hotshard.errors import HotshardError, InputError, LoadError
 from hotshard.profile.count import resolve_inputs
 from hotshard.service.chat import ChatService
 
-__all__ = ["LOAD_BATCH_ROWS", "LoadError", "LoadResult", "check_loadable", "load_messages"]
+__all__ = ["LOAD_BATCH_ROWS", "LoadError", "LoadResult", "check_loadable", "load_messages",
+           "null_channels"]
 
 LOAD_BATCH_ROWS = 10_000
 READ_BATCH_ROWS = 100_000
@@ -59,15 +60,18 @@ class LoadResult:
     messages: int
     per_shard: tuple[int, ...]
     seconds: float
+    skipped_rows: int = 0   # rows without a channel, left out (``skip_bad_rows``)
 
     def to_dict(self) -> dict:
         return {"messages": self.messages, "per_shard": list(self.per_shard),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "skipped_rows": self.skipped_rows}
 
 
-def check_loadable(path: str) -> int:
+def check_loadable(path: str, *, skip_bad_rows: bool = False) -> int:
     """The number of rows ``load_messages`` will load from ``path``; InputError unless it can
-    load every one of them.
+    load every one of them. A row without a channel (NULL ``channel_id``) is refused, with
+    their count, unless ``skip_bad_rows`` (then they are left out: ``null_channels`` counts
+    them); a NULL ``user_id`` is the user ``u0``, as a file without the column.
 
     Checked before any worker starts, so a wrong file costs nothing and leaves nothing. One
     scan decodes every value the load reads (channel, user, size, timestamp) in every row
@@ -82,11 +86,12 @@ def check_loadable(path: str) -> int:
 
     con = duckdb.connect()
     try:
-        query, file = _query(con, path)
-        total, bad, long_user, control_user, no_time, first, last, _ = con.execute(
+        query, file = _query(con, path, keep_null_channels=True)
+        total, bad, long_user, control_user, no_time, first, last, _, no_channel = con.execute(
             f"SELECT count(*), min(channel) FILTER (WHERE NOT regexp_matches(channel, ?)), "
             f"max(length(user_id)), count(*) FILTER (WHERE regexp_matches(user_id, ?)), "
-            f"count(*) FILTER (WHERE ts_ms IS NULL), min(ts_ms), max(ts_ms), sum(size) "
+            f"count(*) FILTER (WHERE ts_ms IS NULL AND channel IS NOT NULL), "
+            f"min(ts_ms), max(ts_ms), sum(size), count(*) FILTER (WHERE channel IS NULL) "
             f"FROM ({query})", [CHANNEL_PATTERN, _CONTROL_CHARS, file]).fetchall()[0]
     except duckdb.Error as e:
         raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
@@ -97,8 +102,13 @@ def check_loadable(path: str) -> int:
             check_channel(bad)
         except InputError as e:
             raise InputError(f"{path}: {e}") from None
+    if no_channel and not skip_bad_rows:
+        raise InputError(f"{path}: {no_channel:,} rows have no channel_id (NULL): fix them, or "
+                         "give --skip-bad-rows to load the others (their count is reported)")
+    total -= no_channel
     if not total:
-        raise InputError(f"{path} has no rows to load")
+        raise InputError(f"{path} has no rows to load"
+                         + (f" ({no_channel:,} without a channel_id)" if no_channel else ""))
     user_chars = MAX_USER_CHARS - 1  # stored as u<user_id>
     if (long_user or 0) > user_chars or control_user:
         raise InputError(f"{path}: user_id must be at most {user_chars} characters without "
@@ -115,8 +125,25 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def _query(con, path: str) -> tuple[str, str]:
-    """(SQL selecting channel, user_id, size, ts_ms from the file; the file)."""
+def null_channels(path: str) -> int:
+    """Rows of ``path`` without a channel (left out by a load with ``skip_bad_rows``)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        query, file = _query(con, path, keep_null_channels=True)
+        return int(con.execute(f"SELECT count(*) FROM ({query}) WHERE channel IS NULL",
+                               [file]).fetchall()[0][0])
+    except duckdb.Error as e:
+        raise InputError(f"{path} cannot be loaded: {_first_line(e)}") from e
+    finally:
+        con.close()
+
+
+def _query(con, path: str, *, keep_null_channels: bool = False) -> tuple[str, str]:
+    """(SQL selecting channel, user_id, size, ts_ms from the file; the file). Rows without a
+    channel are left out unless ``keep_null_channels`` (``check_loadable`` counts them); a
+    NULL user is user 0."""
     import duckdb
 
     files, fmt = resolve_inputs([path])
@@ -131,11 +158,12 @@ def _query(con, path: str) -> tuple[str, str]:
     if missing:
         raise InputError(f"{path} has no {' or '.join(missing)} column: load the output of "
                          f"`hotshard generate` (it has {', '.join(columns[:8])})")
-    user = "CAST(user_id AS VARCHAR)" if "user_id" in columns else "'0'"
+    user = "COALESCE(CAST(user_id AS VARCHAR), '0')" if "user_id" in columns else "'0'"
     size = "CAST(size AS BIGINT)" if "size" in columns else "120"
+    where = "" if keep_null_channels else " WHERE channel_id IS NOT NULL"
     query = (f"SELECT CAST(channel_id AS VARCHAR) AS channel, {user} AS user_id, "
              f"{size} AS size, epoch_ms(CAST(timestamp AS TIMESTAMPTZ)) AS ts_ms "
-             f"FROM {source} WHERE channel_id IS NOT NULL")
+             f"FROM {source}{where}")
     return query, files[0]
 
 

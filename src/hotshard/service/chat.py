@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ from hotshard.service.store import (
     DEFAULT_MAX_BODY_BYTES,
     MAX_ID,
     MAX_LIMIT,
+    check_idempotency_key,
     check_message,
     system_clock_ms,
 )
@@ -50,6 +51,9 @@ __all__ = ["DEFAULT_HOT_WINDOW_S", "DEFAULT_SHARD_TIMEOUT_S", "HOT_REFRESH_S",
 
 # Mitigation actions kept for /stats (the newest; /metrics counts them all)
 MAX_ACTIONS = 1000
+# Keyed writes whose shard the gateway remembers, so a retry reaches its first try's shard
+# (a split channel's bucket follows the time): ~100 bytes each
+MAX_KEYED_WRITES = 100_000
 # How long the gateway waits for a shard's answer before it answers 504 itself: well above any
 # healthy call (milliseconds, or a few seconds of queue on a saturated shard), below the 30 s a
 # load driver waits by default, so a frozen or hopelessly backed-up shard shows as its own
@@ -128,6 +132,8 @@ class ChatService:
         self._hot_at = -1.0
         # what the mitigations did and when (``actions``; ``action_counts`` by kind, all)
         self.actions: deque[dict[str, Any]] = deque(maxlen=MAX_ACTIONS)
+        # idempotency key -> (shard, stored key, time) of its first try, the newest kept
+        self._keyed_writes: OrderedDict[str, tuple[int, str, int]] = OrderedDict()
         self.action_counts: Counter[str] = Counter()
 
     # -- mitigations ----------------------------------------------------------------------------
@@ -226,7 +232,8 @@ class ChatService:
         except ShardUnavailable as e:
             counters.unavailable += 1
             if e.shard is None:  # a backend that does not know its shard numbers
-                raise ShardUnavailable(str(e), retry_after=e.retry_after, shard=shard) from e
+                raise ShardUnavailable(str(e), retry_after=e.retry_after, shard=shard,
+                                       outcome_unknown=e.outcome_unknown) from e
             raise
         except ConnectionError:
             counters.unavailable += 1
@@ -247,10 +254,27 @@ class ChatService:
 
     # -- writes ------------------------------------------------------------------------------
 
-    async def post(self, channel: str, user: str, body: str) -> PostResult:
-        """Store one message; returns once its shard has committed it."""
+    async def post(self, channel: str, user: str, body: str, *,
+                   idempotency_key: str | None = None) -> PostResult:
+        """Store one message; returns once its shard has committed it.
+
+        ``idempotency_key`` (the client's, for a write it may retry): the shard stores the
+        message once per key and answers a retry with the first id; a retry this gateway
+        sees goes to the shard (and time bucket, for a split channel) of the first try.
+        A failure after the write was handed to its shard raises with ``outcome_unknown``.
+        """
         check_channel(channel)
         check_message(user, body, max_body_bytes=self.max_body_bytes)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
+            placed = self._keyed_writes.get(idempotency_key)
+            if placed is not None:   # a retry: where the first try went
+                self._keyed_writes.move_to_end(idempotency_key)
+                shard, key, ts = placed
+                message_id = await self._call(shard, "append", {
+                    "channel": key, "user": user, "body": body, "now_ms": ts,
+                    "idempotency_key": idempotency_key})
+                return PostResult(int(message_id), shard)
         self.hotkeys.add(channel)
         ts = self._now_ms()
         plan = self.splits.get(channel)
@@ -265,8 +289,13 @@ class ChatService:
             shard, key = plan.shards[bucket], plan.keys[bucket]
         else:
             shard, key = self.router.shard_of(channel), channel
-        message_id = await self._call(shard, "append", {"channel": key, "user": user,
-                                                        "body": body, "now_ms": ts})
+        args = {"channel": key, "user": user, "body": body, "now_ms": ts}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+            self._keyed_writes[idempotency_key] = (shard, key, ts)
+            while len(self._keyed_writes) > MAX_KEYED_WRITES:
+                self._keyed_writes.popitem(last=False)
+        message_id = await self._call(shard, "append", args)
         return PostResult(int(message_id), shard)
 
     # -- reads -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import Body, Depends, FastAPI, Path, Query, Request, Security
+from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -99,10 +99,19 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut},
     500: {"model": ErrorOut, "description": "The channel's shard failed the request."},
     503: {"model": ErrorOut, "description": "The channel's shard is restarting; see "
-                                            "Retry-After."},
+                                            "Retry-After. For a write already handed to the "
+                                            "shard: its outcome is unknown, and there is no "
+                                            "Retry-After (retry with the same "
+                                            "Idempotency-Key)."},
     504: {"model": ErrorOut, "description": "The channel's shard did not answer within the "
-                                            "shard timeout (--shard-timeout)."}}
+                                            "shard timeout (--shard-timeout). For a write: "
+                                            "its outcome is unknown (the shard may still "
+                                            "store it): retry with the same "
+                                            "Idempotency-Key."}}
 CHANNEL_PATH = re.compile(r"^/channels/([^/]+)/messages/?$")
+# what a 503/504 to a write handed to its shard adds: the client cannot know it failed
+UNKNOWN_OUTCOME = ("the write may have been stored (its outcome is unknown): retry it with the "
+                   "same Idempotency-Key to store it once, or read the channel to see")
 
 
 # Declared for the OpenAPI document (clients see the admin routes need a bearer token); the
@@ -257,13 +266,22 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     async def bad_input(request: Request, exc: InputError) -> JSONResponse:
         return failed(request, exc, 400, str(exc))
 
+    def unknown_write(request: Request, exc: Exception) -> bool:
+        """A write handed to its shard before the failure: it may have been stored."""
+        return request.method == "POST" and bool(getattr(exc, "outcome_unknown", False)) \
+            and CHANNEL_PATH.match(request.url.path) is not None
+
     @app.exception_handler(ShardUnavailable)
     async def unavailable(request: Request, exc: ShardUnavailable) -> JSONResponse:
+        if unknown_write(request, exc):   # no Retry-After: a blind retry may store it twice
+            return failed(request, exc, 503, f"{exc}; {UNKNOWN_OUTCOME}")
         return failed(request, exc, 503, str(exc),
                       {"Retry-After": str(max(1, round(exc.retry_after)))})
 
     @app.exception_handler(ShardTimeout)
     async def timed_out(request: Request, exc: ShardTimeout) -> JSONResponse:
+        if unknown_write(request, exc):
+            return failed(request, exc, 504, f"{exc}; {UNKNOWN_OUTCOME}")
         return failed(request, exc, 504, str(exc))
 
     @app.exception_handler(ShardError)
@@ -296,14 +314,21 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     @app.post("/channels/{channel}/messages", status_code=201, response_model=Posted,
               responses=ERRORS, summary="Append a message (acknowledged once committed)")
     async def post_message(channel: Channel, message: Annotated[MessageIn, Body()],
-                           response: Response) -> Posted:
+                           response: Response,
+                           idempotency_key: Annotated[str | None, Header(
+                               alias="Idempotency-Key", description=(
+                                   "A key of the client's for this write (1-200 visible "
+                                   "ASCII characters, e.g. a UUID): a retry with the same "
+                                   "key is stored once and answered with the first id, for "
+                                   "24 h"))] = None) -> Posted:
         size = len(message.body.encode("utf-8", "surrogatepass"))
         if size > max_body_bytes:
             where = home_shard(channel)
             return _error(413, f"body must be at most {max_body_bytes} bytes (UTF-8), "
                                f"got {size}", {"X-Shard": where} if where else None
                           )  # type: ignore[return-value]
-        result = await service().post(channel, message.user, message.body)
+        result = await service().post(channel, message.user, message.body,
+                                      idempotency_key=idempotency_key)
         response.headers["X-Shard"] = str(result.shard)
         return Posted(id=result.id, channel=channel, shard=result.shard)
 

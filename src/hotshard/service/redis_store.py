@@ -25,12 +25,30 @@ import time
 from typing import Any
 
 from hotshard.errors import InputError
-from hotshard.service.store import NODE_BITS, SEQUENCE_BITS, check_message
+from hotshard.service.store import (
+    IDEMPOTENCY_TTL_MS,
+    NODE_BITS,
+    SEQUENCE_BITS,
+    check_idempotency_key,
+    check_message,
+    message_digest,
+)
 from hotshard.service.supervisor import ShardError, ShardUnavailable, WorkerInfo
 
 __all__ = ["RedisBackend", "stream_key"]
 
 _LOW = (1 << SEQUENCE_BITS) - 1
+
+
+# a keyed append: the first outcome of an idempotency key, or the message stored with it
+_APPEND_ONCE = """
+local seen = redis.call('GET', KEYS[2])
+if seen then return seen end
+redis.call('XADD', KEYS[1], ARGV[7], 'user', ARGV[2], 'body', ARGV[3], 'ts', ARGV[4])
+local outcome = ARGV[5] .. ':' .. ARGV[1]
+redis.call('SET', KEYS[2], outcome, 'EX', ARGV[6])
+return outcome
+"""
 
 
 def stream_key(partition_key: str) -> str:
@@ -69,8 +87,9 @@ class _NodeClient:
         try:
             error, reply = await self.backend.client.call(key, encode_command(args),
                                                           replica=self.replica_reads)
-        except RespError as e:
-            raise ShardUnavailable(f"node {self.node} is unreachable ({e.kind})") from None
+        except RespError as e:   # it may have been sent: what it did is not known
+            raise ShardUnavailable(f"node {self.node} is unreachable ({e.kind})",
+                                   outcome_unknown=True) from None
         if error is not None:
             if error.startswith(("CLUSTERDOWN", "TRYAGAIN", "LOADING")):
                 raise ShardUnavailable(f"node {self.node}: {error}")
@@ -84,6 +103,26 @@ class _NodeClient:
                             "body", body, "ts", str(ts))
         return message_id
 
+    async def _append_once(self, key: str, user: str, body: str, ts: int,
+                           idempotency_key: str) -> int:
+        """``_append`` stored once per idempotency key: the message and the key (its digest
+        and id, kept ``IDEMPOTENCY_TTL_MS``) in one script, in the stream's slot."""
+        idem = check_idempotency_key(idempotency_key)
+        digest = message_digest(key, user, body)
+        message_id = self._next_id(ts)
+        stream = stream_key(key)
+        seen = await self._command(stream, "EVAL", _APPEND_ONCE, "2", stream,
+                                   f"{stream}:idem:{idem}", str(message_id), user, body,
+                                   str(ts), digest, str(IDEMPOTENCY_TTL_MS // 1000),
+                                   _to_stream_id(message_id))
+        text = seen.decode() if isinstance(seen, bytes) else str(seen)
+        had_digest, _, had_id = text.partition(":")
+        if had_digest != digest:
+            raise InputError("this Idempotency-Key was used for another message: a retry "
+                             "must repeat its channel, user and body; a new message needs a "
+                             "new key")
+        return int(had_id)
+
     async def call(self, op: str, args: dict[str, Any], *, timeout: float = 60.0
                    ) -> tuple[Any, float]:
         self.in_flight += 1
@@ -91,8 +130,13 @@ class _NodeClient:
             if op == "append":
                 check_message(args["user"], args["body"])
                 now = args.get("now_ms") or int(time.time() * 1000)
-                result: Any = await self._append(args["channel"], args["user"], args["body"],
-                                                 now)
+                if args.get("idempotency_key") is not None:
+                    result: Any = await self._append_once(
+                        args["channel"], args["user"], args["body"], now,
+                        args["idempotency_key"])
+                else:
+                    result = await self._append(args["channel"], args["user"], args["body"],
+                                                now)
             elif op == "append_many":
                 rows = args.get("rows") or []
                 for i, (_, user, body, _) in enumerate(rows):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
@@ -102,6 +103,7 @@ class ServeConfig:
     load: str | None = None
     store: str | None = None  # None: SQLite shard processes; redis-cluster://HOST:PORT
     append: bool = False  # load into a data directory that already holds messages
+    skip_bad_rows: bool = False  # load a file's rows that have a channel, count the others
     admin_token: str | None = None  # None: a new random one (see Listening.admin_token)
     shard_timeout_s: float = DEFAULT_SHARD_TIMEOUT_S  # past it a channel request gets 504
     hot_window_s: float = DEFAULT_HOT_WINDOW_S  # the hot-key sketch's window
@@ -242,6 +244,10 @@ def open_data_dir(config: ServeConfig) -> DataDir:
                                  "a new --data directory")
         else:
             _write_private(record, json.dumps(wanted) + "\n")
+        if not config.store:   # each database records the layout too, and is checked on it
+            from hotshard.service.layout import check_and_record_layout
+
+            check_and_record_layout(path, router.name, router.shards)
     except BaseException:
         _discard(path, created, before)
         lock.close()
@@ -353,7 +359,8 @@ def bind(host: str, port: int) -> socket.socket:
 async def running_service(config: ServeConfig, data: DataDir, *,
                           on_progress: Callable[[int, int], None] | None = None,
                           on_loaded: Callable[[Any], None] | None = None,
-                          load_rows: int | None = None) -> AsyncIterator[Any]:
+                          load_rows: int | None = None,
+                          skipped_rows: int = 0) -> AsyncIterator[Any]:
     """The ``ChatService`` with its workers started (and the load done); stops them after.
 
     ``load_rows`` is the load file's row count when already known (``check_loadable``)."""
@@ -385,6 +392,7 @@ async def running_service(config: ServeConfig, data: DataDir, *,
 
             result = await load_messages(chat, config.load, progress=on_progress,
                                          total=load_rows)
+            result = dataclasses.replace(result, skipped_rows=skipped_rows)
             if on_loaded is not None:
                 on_loaded(result)
         yield chat
@@ -423,10 +431,18 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
     if config.append and not config.load:
         raise InputError("append applies to a load: give the file to load too")
     rows = None
+    skipped = 0
+    if config.skip_bad_rows and not config.load:
+        raise InputError("skip_bad_rows applies to a load: give the file to load too")
     if config.load:
         from hotshard.service.bulk_load import check_loadable
 
-        rows = check_loadable(config.load)  # a wrong file fails before anything starts
+        # a wrong file fails before anything starts
+        rows = check_loadable(config.load, skip_bad_rows=config.skip_bad_rows)
+        if config.skip_bad_rows:
+            from hotshard.service.bulk_load import null_channels
+
+            skipped = null_channels(config.load)
     sock = bind(config.host, config.port)  # a port in use fails before the data dir is made
     try:
         data = open_data_dir(config)
@@ -455,7 +471,8 @@ def serve(config: ServeConfig, *, on_listening: Callable[[Listening], None] | No
         async def main() -> None:
             nonlocal serving
             async with running_service(config, data, on_progress=progress,
-                                       on_loaded=loaded, load_rows=rows) as chat:
+                                       on_loaded=loaded, load_rows=rows,
+                                       skipped_rows=skipped) as chat:
                 app = create_app(chat, max_body_bytes=config.max_body_bytes, admin=guard)
                 server = uvicorn.Server(uvicorn.Config(
                     app, log_level="warning", access_log=False, lifespan="on",

@@ -20,6 +20,7 @@ is saved in the data directory, so a restarted service reads split channels corr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -88,6 +89,8 @@ class SplitRegistry:
         self.router = router
         self._plans: dict[str, SplitPlan] = {}
         if self.path.exists():
+            with contextlib.suppress(OSError):   # written 0644 by an older version
+                os.chmod(self.path, 0o600)
             try:
                 saved = json.loads(self.path.read_text())
                 for item in saved["splits"]:
@@ -115,7 +118,11 @@ class SplitRegistry:
 
     def _save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"splits": [p.to_dict() for p in self._plans.values()]}))
-        with open(tmp, "rb") as f:
+        # 0600 whatever the umask, as every other file of the data directory
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)   # a .tmp left by a crash keeps its old mode otherwise
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps({"splits": [p.to_dict() for p in self._plans.values()]}))
+            f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)

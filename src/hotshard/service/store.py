@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 from hotshard.errors import InputError
 
-__all__ = ["DB_FILE_MODE", "DEFAULT_MAX_BODY_BYTES", "MAX_CHANNEL_CHARS", "MAX_LIMIT", "MAX_NODE",
-           "MAX_USER_CHARS", "Message", "NODE_BITS", "SEQUENCE_BITS", "SQLiteStore", "Store",
-           "check_message", "system_clock_ms"]
+__all__ = ["DB_FILE_MODE", "DEFAULT_MAX_BODY_BYTES", "IDEMPOTENCY_TTL_MS", "MAX_CHANNEL_CHARS",
+           "MAX_LIMIT", "MAX_NODE", "MAX_USER_CHARS", "Message", "NODE_BITS", "SEQUENCE_BITS",
+           "SQLiteStore", "Store", "check_idempotency_key", "check_message", "message_digest",
+           "system_clock_ms"]
 
 SEQUENCE_BITS = 22
 NODE_BITS = 10  # low bits of the sequence: the issuing shard, so ids are unique across shards
@@ -56,7 +57,36 @@ CREATE TABLE IF NOT EXISTS meta (
     value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('last_id', 0);
+CREATE TABLE IF NOT EXISTS writes (
+    idem TEXT PRIMARY KEY,
+    channel TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    id INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS writes_by_id ON writes (id);
 """
+# How long a write's idempotency key is remembered (a retry after this stores it again), and
+# how often old keys are pruned (every this many keyed writes)
+IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000
+_PRUNE_EVERY = 1000
+MAX_IDEMPOTENCY_KEY = 200
+_IDEM_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+
+
+def check_idempotency_key(key: object) -> str:
+    """``key`` when it can name a write (1 to 200 visible ASCII characters); else InputError."""
+    if not isinstance(key, str) or not _IDEM_KEY.match(key):
+        raise InputError("Idempotency-Key must be 1 to 200 visible ASCII characters "
+                         "(a UUID will do)")
+    return key
+
+
+def message_digest(channel: str, user: str, body: str) -> str:
+    """What a retry must repeat to be the same write."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join((channel, user, body)).encode("utf-8", "surrogatepass")
+                          ).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -212,6 +242,7 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._loading = False
+        self._keyed = 0   # writes with an idempotency key (old keys pruned every _PRUNE_EVERY)
         if read_only and not self.path.is_file():
             raise InputError(f"path {str(self.path)!r} does not exist: a read-only store "
                              "reads a database its primary created")
@@ -268,17 +299,54 @@ class SQLiteStore:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def append(self, channel: str, user: str, body: str, *, now_ms: int | None = None) -> int:
+    def append(self, channel: str, user: str, body: str, *, now_ms: int | None = None,
+               idempotency_key: str | None = None) -> int:
         """Store one message and return its id, after the transaction has committed.
+
+        With ``idempotency_key`` the write is stored once: the key is kept with the message in
+        the same transaction, and a later append with the same key (a client's retry after
+        an answer it never got) returns the first id and stores nothing, for
+        ``IDEMPOTENCY_TTL_MS``.
 
         Raises
         ------
         InputError
             ``channel``, ``user`` or ``body`` is empty, too long or malformed, or ``now_ms`` is
-            not a non-negative integer; the message names the parameter.
+            not a non-negative integer; the message names the parameter. The key was used for
+            another message.
         """
         row = self._validated(channel, user, body, now_ms)
-        return self._write([row])[0]
+        if idempotency_key is None:
+            return self._write([row])[0]
+        key = check_idempotency_key(idempotency_key)
+        digest = message_digest(channel, user, body)
+        self._check_writable()
+        with self._lock:
+            db = self._conn()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                seen = db.execute("SELECT channel, digest, id FROM writes WHERE idem = ?",
+                                  (key,)).fetchone()
+                if seen is not None:
+                    db.execute("ROLLBACK")
+                    if seen[0] != channel or seen[1] != digest:
+                        raise InputError("this Idempotency-Key was used for another message: "
+                                         "a retry must repeat its channel, user and body; "
+                                         "a new message needs a new key")
+                    return int(seen[2])
+                message_id = self._insert(db, [row])[0]
+                db.execute("INSERT INTO writes (idem, channel, digest, id) VALUES (?, ?, ?, ?)",
+                           (key, channel, digest, message_id))
+                self._keyed += 1
+                if self._keyed % _PRUNE_EVERY == 0:
+                    oldest = max(0, (row[3] - IDEMPOTENCY_TTL_MS)) << SEQUENCE_BITS
+                    db.execute("DELETE FROM writes WHERE id < ?", (oldest,))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            return message_id
 
     def append_many(self, rows: Iterable[Sequence[Any]]) -> list[int]:
         """Bulk load ``(channel, user, body, ts_ms)`` rows in one transaction; their ids.

@@ -142,10 +142,12 @@ class ShardClient:
         except TimeoutError:  # before OSError: TimeoutError is one
             raise ShardTimeout(f"{self.name} did not answer within {timeout:g} s",
                                shard=self.shard) from None
-        except ShardUnavailable:
-            raise
+        except ShardUnavailable as e:   # its connection broke with the request handed over
+            raise ShardUnavailable(str(e), retry_after=e.retry_after, shard=self.shard,
+                                   outcome_unknown=True) from None
         except (ConnectionError, OSError) as e:
-            raise ShardUnavailable(f"{self.name} is down ({e})", shard=self.shard) from e
+            raise ShardUnavailable(f"{self.name} is down ({e})", shard=self.shard,
+                                   outcome_unknown=True) from e
         finally:
             self._pending.pop(request_id, None)
         if "err" in reply:

@@ -63,7 +63,8 @@ class ShardWorker:
         """The result of one data op; raises HotshardError for a bad request."""
         if op == "append":
             return self.store.append(args.get("channel"), args.get("user"), args.get("body"),
-                                     now_ms=args.get("now_ms"))
+                                     now_ms=args.get("now_ms"),
+                                     idempotency_key=args.get("idempotency_key"))
         if op == "append_many":
             ids = self.store.append_many(args.get("rows") or [])
             return {"count": len(ids), "last_id": ids[-1] if ids else None}
