@@ -4,6 +4,7 @@ same value the same way (a reader comparing two outputs never meets 1.7x beside 
 from __future__ import annotations
 
 import math
+import re
 
 __all__ = ["HUGE", "clock", "count", "ms", "pct", "pct_apart", "pp", "rps", "times", "whole"]
 
@@ -95,3 +96,22 @@ def clock(seconds: float, span: float | None = None) -> str:
     if span < 360_000:
         return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
     return f"{total // 86400}d {total // 3600 % 24:02d}:{total // 60 % 60:02d}"
+
+
+# control characters (C0, DEL, C1) and the bidirectional overrides and isolates, which can
+# forge lines or reorder what a terminal shows (U+202A-202E, U+2066-2069, and the marks)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str, limit: int = 300) -> str:
+    """Foreign text (a server's error, a key from someone's file) made fit for a terminal:
+    every control and bidi character shown as its escape (``\\x1b``, ``\\u202e``), on one
+    line, cut to ``limit`` characters with an ellipsis saying so."""
+    def escape(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    clean = _UNSAFE.sub(escape, str(text))
+    if len(clean) > limit:
+        clean = clean[:limit] + f"... ({len(clean) - limit:,} more characters)"
+    return clean

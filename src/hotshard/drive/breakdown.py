@@ -30,9 +30,12 @@ def _shard_cpu(result: DriveResult) -> dict[str, dict[str, Any]]:
         return {}
     out = {}
     old = {str(s["id"]): s for s in before.get("shards", [])}
+    restarted = {sid for sid, _, _ in restarted_shards(result)}
     for shard in after.get("shards", []):
         prev = old.get(str(shard["id"]))
         if prev is None or shard.get("cpu_seconds") is None or prev.get("cpu_seconds") is None:
+            continue
+        if str(shard["id"]) in restarted:   # the new process's CPU less the old one's: unknown
             continue
         seconds = shard["cpu_seconds"] - prev["cpu_seconds"]
         replicas = {r["replica"]: r for r in prev.get("replicas", [])}
@@ -48,9 +51,32 @@ def _shard_cpu(result: DriveResult) -> dict[str, dict[str, Any]]:
     return out
 
 
+def restarted_shards(result: DriveResult) -> list[tuple[str, Any, Any]]:
+    """(shard, pid before, pid after) of each shard whose process changed during the run (a
+    crash and restart): its CPU seconds are the new process's, so a difference with the old
+    one's means nothing (it read as 0% CPU: a hot shard that crashed looked idle)."""
+    before, after = result.server_stats
+    if not before or not after:
+        return []
+    old = {str(s["id"]): s for s in before.get("shards", [])}
+    out = []
+    for shard in after.get("shards", []):
+        prev = old.get(str(shard["id"]))
+        if prev is None:
+            continue
+        pid_a, pid_b = prev.get("pid"), shard.get("pid")
+        if (pid_a is not None and pid_b is not None and pid_a != pid_b) or \
+                (shard.get("restarts") or 0) > (prev.get("restarts") or 0):
+            out.append((str(shard["id"]), pid_a, pid_b))
+    return out
+
+
 def driver_warnings(result: DriveResult) -> list[str]:
     """Why this run's numbers may describe the driver rather than the target."""
     out = []
+    for shard, pid_a, pid_b in restarted_shards(result):
+        out.append(f"shard {shard} restarted during the run (process {pid_a} then {pid_b}): "
+                   "its CPU is unknown and left out, not 0")
     rec = result.recorder
     config = result.config
     if config.model == "open":

@@ -22,6 +22,7 @@ rest, so a run over several processes or Locust workers has one series.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,13 +30,20 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-__all__ = ["HIGHEST_US", "Recorder", "mean_value", "percentiles_ms", "value_at_percentile",
-           "values_at_percentiles"]
+__all__ = ["HIGHEST_US", "MAX_DISTINCT_SHARDS", "MAX_SHARD_NAME", "OTHER_SHARD", "Recorder",
+           "mean_value", "percentiles_ms", "value_at_percentile", "values_at_percentiles"]
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 DIGITS = 3
 MAX_TRACKED_KEYS = 1_000_000  # distinct keys are counted up to this (then: at least this)
+# A target names shards in X-Shard; one that names a new shard on every answer must not grow
+# the driver's memory without bound: past this many distinct names (or a name that is not a
+# short printable token) the rest are counted together as OTHER_SHARD
+MAX_DISTINCT_SHARDS = 4096
+MAX_SHARD_NAME = 64
+OTHER_SHARD = "(other)"
+_SHARD_NAME = re.compile(r"^[\x21-\x7e]{1,64}$")
 WINDOW_OCTAVE_BINS = 8
 INTERVAL_S = 1.0  # interval histograms and time-axis windows: one a second
 RUN = ""  # the run's own row in a window's tallies (shard ids are never empty)
@@ -202,6 +210,9 @@ class Recorder:
     def record(self, *, intended: float, sent: float, done: float, shard: str | None,
                error: str | None, is_read: bool, key: str, payload: int = 0) -> None:
         """One request. Times are seconds on the driver's monotonic clock (from run start)."""
+        if shard is not None and shard not in self.shards and (
+                not _SHARD_NAME.match(shard) or len(self.shards) >= MAX_DISTINCT_SHARDS):
+            shard = OTHER_SHARD   # bounded: a hostile target's names go to one row
         self.rotate(done)
         self.last_sent = max(self.last_sent, sent)
         if error:

@@ -23,7 +23,13 @@ from typing import Any
 
 from hotshard.drive.bound import cpu_times, host_cpu
 from hotshard.drive.keys import KeySource, load_keys
-from hotshard.drive.record import INTERVAL_S, Recorder, value_at_percentile
+from hotshard.drive.record import (
+    INTERVAL_S,
+    MAX_DISTINCT_SHARDS,
+    MAX_SHARD_NAME,
+    Recorder,
+    value_at_percentile,
+)
 from hotshard.drive.schedule import BLOCK, Schedule
 from hotshard.drive.transport import HttpTarget, TransportError
 from hotshard.errors import HotshardError, InputError
@@ -227,7 +233,9 @@ async def _one(target: Any, recorder: Recorder, shards: _Shards, data: bytes, ke
     try:
         status, header, written = await target.send(data)
         sent = pace.stamp(written)
-        error = None if 200 <= status < 400 else f"http {status}"
+        # a redirect is not an answer: drive does not follow it, so the run did not measure
+        # the target it was pointed at
+        error = None if 200 <= status < 300 else f"http {status}"
     except TransportError as e:
         header, error = e.shard, e.kind
     done = pace.clock()
@@ -433,19 +441,55 @@ def target_stats(url: str, timeout: float = 5.0) -> dict | None:
     """The reference service's /stats, when the target is `hotshard serve`, or each Redis
     node's CPU from INFO (else None): read before and after a run, by ``drive`` and by the
     Locust runner alike."""
-    import json
-    import urllib.request
-
     if url.startswith(("redis-cluster://", "redis://")):
         from hotshard.drive.redis_target import node_stats
 
         return node_stats(url, timeout=timeout)
+    from hotshard._http import FetchError, fetch, loads_bounded
+
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/stats", timeout=timeout) as r:
-            doc = json.loads(r.read())
-        return doc if isinstance(doc, dict) and "shards" in doc else None
-    except (OSError, ValueError):
+        answer = fetch(url.rstrip("/") + "/stats", timeout=timeout, max_bytes=MAX_STATS_BYTES)
+        if answer.status != 200:
+            return None
+        doc = loads_bounded(answer.body)
+    except (FetchError, ValueError, UnicodeDecodeError):
         return None
+    return sane_stats(doc)
+
+
+# the largest /stats read (the reference service's is kilobytes even at 1,024 shards)
+MAX_STATS_BYTES = 8 * 1024 * 1024
+_SHARD_NUMBERS = ("cpu_seconds", "cpu_percent", "requests", "cache_hits", "coalesced",
+                  "restarts", "pid", "commands")
+
+
+def sane_stats(doc: Any) -> dict | None:
+    """A target's ``/stats`` as the breakdown reads it, or None: a dict whose ``shards`` is a
+    list of objects with an id (at most ``MAX_DISTINCT_SHARDS``), their numbers finite (an
+    odd one dropped, so the run keeps what was measured and loses only that), replicas the
+    same. Whatever else the document holds is read by its own checked reader."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("shards"), list):
+        return None
+    shards = []
+    for raw in doc["shards"][:MAX_DISTINCT_SHARDS]:
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str | int) \
+                or isinstance(raw.get("id"), bool) or len(str(raw["id"])) > MAX_SHARD_NAME:
+            continue
+        shard = {k: v for k, v in raw.items() if k not in _SHARD_NUMBERS and k != "replicas"}
+        for name in _SHARD_NUMBERS:
+            value = raw.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool) \
+                    and math.isfinite(value) and value >= 0:
+                shard[name] = value
+        replicas = raw.get("replicas")
+        if isinstance(replicas, list):
+            shard["replicas"] = [
+                {k: v for k, v in r.items() if k in ("replica", "pid", "cpu_seconds")
+                 and isinstance(v, int | float) and not isinstance(v, bool)
+                 and math.isfinite(v)}
+                for r in replicas[:64] if isinstance(r, dict) and "replica" in r]
+        shards.append(shard)
+    return {**doc, "shards": shards}
 
 
 def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None

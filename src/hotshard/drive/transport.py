@@ -49,6 +49,11 @@ def parse_template(text: str, what: str) -> RequestTemplate:
     return RequestTemplate(parts[0].upper(), parts[1])
 
 
+# the largest response held (a page of history is kilobytes; a target answering more is not
+# one to measure)
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
+
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -67,12 +72,21 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
+        if len(self.buffer) > MAX_RESPONSE_BYTES:   # a target streaming without end
+            self.keep_alive = False
+            self.buffer.clear()
+            if self.transport is not None:
+                self.transport.close()
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_exception(TransportError("response too large"))
+            return
         if self.waiter is not None and not self.waiter.done():
             try:
                 parsed = self._parse()
-            except TransportError as e:
+            except (TransportError, ValueError) as e:
                 self.keep_alive = False
-                self.waiter.set_exception(e)
+                self.waiter.set_exception(e if isinstance(e, TransportError)
+                                          else TransportError("malformed response"))
                 return
             if parsed is not None:
                 self.waiter.set_result(parsed)

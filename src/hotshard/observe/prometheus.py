@@ -26,12 +26,9 @@ override a preset's. See ``PRESETS``.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -111,6 +108,10 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+# the largest API answer read (a range query over thousands of series is megabytes)
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
 class PrometheusClient:
     """Instant queries against one Prometheus server (``/api/v1/query``), by urllib."""
 
@@ -123,34 +124,43 @@ class PrometheusClient:
         self.timeout = timeout
 
     def _get(self, path: str, params: Mapping[str, str]) -> Any:
+        """One API answer, read within ``timeout`` in all and ``MAX_ANSWER_BYTES`` at most
+        (``_http.fetch``: a trickling or huge answer is cut, a redirect not followed)."""
+        from hotshard._http import FetchError, fetch
+
         query = urllib.parse.urlencode(params)
-        request = urllib.request.Request(f"{self.url}{path}?{query}",
-                                         headers={"Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            body = exc.read()
-            doc = _json_or_none(body)
+            answer = fetch(f"{self.url}{path}?{query}", timeout=self.timeout,
+                           max_bytes=MAX_ANSWER_BYTES, headers={"Accept": "application/json"})
+        except FetchError as exc:
+            if exc.kind == "size":
+                raise InputError(f"Prometheus at {self.url}: {exc}: narrow the query (a "
+                                 "label matcher, or fewer series)") from None
+            if exc.kind == "deadline":
+                raise InputError(f"Prometheus at {self.url}: {exc} (--timeout)") from None
+            if exc.kind == "unreachable":
+                raise InputError(f"cannot reach Prometheus at {self.url}: {exc.reason}"
+                                 ) from None
+            raise InputError(f"cannot read Prometheus at {self.url}: {exc}") from None
+        if answer.location is not None:
+            raise InputError(f"{self.url} redirected {path} to {answer.location or '?'}: give "
+                             "that server's URL (redirects are not followed, so the "
+                             "observations name the server that answered)")
+        doc = _json_or_none(answer.body)
+        if answer.status >= 400:
             if isinstance(doc, dict) and doc.get("status") == "error":
                 raise InputError(f"Prometheus at {self.url} refused the query "
-                                 f"({doc.get('errorType', 'error')}): {doc.get('error')}"
-                                 ) from None
+                                 f"({_text(doc.get('errorType', 'error'))}): "
+                                 f"{_text(doc.get('error'))}")
             raise InputError(f"{self.url} did not answer as Prometheus' HTTP API does "
-                             f"(HTTP {exc.code} for {path}): is it a Prometheus server?"
-                             ) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, OSError) and reason.strerror:
-                reason = reason.strerror.lower()
-            raise InputError(f"cannot reach Prometheus at {self.url}: {reason}") from None
-        doc = _json_or_none(body)
+                             f"(HTTP {answer.status} for {path}): is it a Prometheus server?")
         if not isinstance(doc, dict) or "status" not in doc:
             raise InputError(f"{self.url} did not answer as Prometheus' HTTP API does (no "
                              f"JSON status from {path}): is it a Prometheus server?")
         if doc["status"] != "success":
             raise InputError(f"Prometheus at {self.url} refused the query "
-                             f"({doc.get('errorType', 'error')}): {doc.get('error')}")
+                             f"({_text(doc.get('errorType', 'error'))}): "
+                             f"{_text(doc.get('error'))}")
         return doc.get("data")
 
     def query(self, promql: str, at: float) -> tuple[str, list[dict[str, Any]]]:
@@ -162,7 +172,8 @@ class PrometheusClient:
         kind = data.get("resultType")
         if kind in ("scalar", "string"):
             raise InputError(f"the query {promql!r} gives one {kind}, not series per shard")
-        return str(kind), result if isinstance(result, list) else []
+        return str(kind), self._shaped(result, promql, "values" if kind == "matrix"
+                                       else "value")
 
     def query_range(self, promql: str, start: float, end: float, step: float
                     ) -> list[dict[str, Any]]:
@@ -170,7 +181,35 @@ class PrometheusClient:
         data = self._get("/api/v1/query_range", {"query": promql, "start": f"{start:.3f}",
                                                  "end": f"{end:.3f}", "step": f"{step:.3f}"})
         result = data.get("result") if isinstance(data, dict) else None
-        return result if isinstance(result, list) else []
+        return self._shaped(result, promql, "values")
+
+    def _shaped(self, result: Any, promql: str, field: str) -> list[dict[str, Any]]:
+        """The result's series, each checked to have Prometheus' shape (a ``metric`` object
+        of labels, and ``value`` [time, "number"] or ``values`` of them); an answer of
+        another shape is refused in one line, never half read."""
+        if result is None:
+            return []
+        if not isinstance(result, list):
+            raise self._odd(promql, "its result is not a list of series")
+        for i, r in enumerate(result):
+            if not isinstance(r, dict) or not isinstance(r.get("metric", {}), dict):
+                raise self._odd(promql, f"series {i} is not an object with a metric")
+            if any(not isinstance(v, str | int | float) for v in r.get("metric", {}).values()):
+                raise self._odd(promql, f"series {i} has a label that is not text")
+            points = [r.get("value")] if field == "value" else r.get("values")
+            if points == [None] or not isinstance(points, list):
+                raise self._odd(promql, f"series {i} has no {field}")
+            for point in points:
+                if not (isinstance(point, list | tuple) and len(point) == 2
+                        and isinstance(point[0], int | float) and not isinstance(point[0], bool)
+                        and math.isfinite(point[0]) and isinstance(point[1], str | int | float)):
+                    raise self._odd(promql, f"series {i} has a sample that is not [time, "
+                                            "value]")
+        return result
+
+    def _odd(self, promql: str, why: str) -> InputError:
+        return InputError(f"Prometheus at {self.url} answered {_text(promql, 80)!r} in a shape "
+                          f"that is not Prometheus' ({why}): is it a Prometheus server?")
 
     def series_exist(self, selector: str) -> bool:
         """Whether any series matches ``selector`` at any time Prometheus holds."""
@@ -179,10 +218,19 @@ class PrometheusClient:
 
 
 def _json_or_none(body: bytes) -> Any:
+    from hotshard._http import loads_bounded
+
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        return loads_bounded(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
+
+
+def _text(value: Any, limit: int = 300) -> str:
+    """A server's words for a terminal: printable, one line, at most ``limit`` characters."""
+    from hotshard._format import safe_text
+
+    return safe_text(str(value), limit)
 
 
 def is_selector(expr: str) -> bool:
@@ -243,10 +291,12 @@ class _Query:
         nodes: dict[str, str] = {}
         spans: list[float] = []
         counts: dict[str, int] = {}
+        unusable: set[str] = set()
         for r in results:
             shard = str(r["metric"][label])
             got = value_of(r)
-            if got is None:
+            if got is None:   # no finite sample (NaN, +-Inf): said below, not a silent gap
+                unusable.add(shard)
                 continue
             value, span = got
             values[shard] = values.get(shard, 0.0) + value
@@ -255,6 +305,16 @@ class _Query:
                 spans.append(span)
             if self.node_label and self.node_label in r["metric"]:
                 nodes[shard] = str(r["metric"][self.node_label])
+        overflowed = sorted(k for k, v in values.items() if not math.isfinite(v))
+        for shard in overflowed:
+            del values[shard]
+        lost = sorted((unusable - set(values)) | set(overflowed), key=natural_key)
+        if lost:
+            self.notes.add(f"{what}: shard{'s' * (len(lost) > 1)} "
+                           f"{', '.join(_text(x, 40) for x in lost[:10])}"
+                           + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+                           + f" left out: {shown!r} gave no finite value (NaN or infinite "
+                           "samples, or a sum past the largest number)")
         if any(n > 1 for n in counts.values()):
             keep = {"__name__", label}
             varying = sorted({k for r in results for k in r.get("metric", {})

@@ -1,0 +1,171 @@
+"""`drive` against a target that is not a well-behaved service: one redirecting every request,
+one whose /stats trickles, is huge, odd or truncated, one naming a new shard on every answer,
+one whose shard restarted mid-run. The run is measured and kept, bounded in time and memory,
+and says what it could not trust."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+import time
+
+import pytest
+
+from hotshard.drive.record import MAX_DISTINCT_SHARDS, OTHER_SHARD, Recorder
+from hotshard.drive.run import sane_stats
+from tests.conftest import run_cli
+
+STATS = {"shards": [{"id": 0, "cpu_seconds": 1.0, "pid": 10}, {"id": 1, "cpu_seconds": 2.0,
+                                                                "pid": 11}]}
+
+
+@contextlib.contextmanager
+def target(messages, stats):
+    """A target on 127.0.0.1: ``messages(req)`` answers the channel requests, ``stats(req)``
+    its /stats."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _any(self):
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                (stats if self.path.startswith("/stats") else messages)(self)
+
+        do_GET = do_POST = _any  # noqa: N815 - http.server's names
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _reply(req, status=200, body=b"{}", headers=()):
+    length = int(req.headers.get("Content-Length") or 0)
+    if length:
+        req.rfile.read(length)
+    req.send_response(status)
+    for name, value in headers:
+        req.send_header(name, value)
+    req.send_header("Content-Length", str(len(body)))
+    req.end_headers()
+    req.wfile.write(body)
+
+
+def _stats_ok(req):
+    _reply(req, body=json.dumps(STATS).encode())
+
+
+def _drive(url, tmp_path, *extra):
+    out = tmp_path / "obs.json"
+    res = run_cli("drive", url, "--keys", "uniform:20", "--rps", "40", "--duration", "1.5s",
+                  "--seed", "1", "-o", str(out), "-q", *extra)
+    return res, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_a_target_redirecting_every_request_is_no_valid_run(tmp_path):
+    """Every answer a 302: drive does not follow it, so none of the run reached the service
+    it was pointed at: failures, the run invalid (exit 3), each counted as http 302."""
+    def redirect(req):
+        _reply(req, 302, b"", [("Location", "http://elsewhere.example/")])
+
+    with target(redirect, _stats_ok) as url:
+        res, doc = _drive(url, tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert doc["valid"] is False
+    assert doc["errors"]["by_kind"] == {"http 302": doc["errors"]["failed"]}
+    assert doc["errors"]["share"] == 1.0
+
+
+@pytest.mark.parametrize("stats", ["trickle", "huge", "truncated", "shards-dict",
+                                   "odd-numbers", "deep"])
+def test_an_untrustworthy_stats_costs_only_the_cpu_never_the_run(tmp_path, stats):
+    def serve_stats(req):
+        if stats == "trickle":
+            req.send_response(200)
+            req.send_header("Content-Length", "100000")
+            req.end_headers()
+            for _ in range(60):
+                req.wfile.write(b" ")
+                req.wfile.flush()
+                time.sleep(0.5)
+        elif stats == "huge":
+            req.send_response(200)
+            req.end_headers()
+            for _ in range(300):
+                req.wfile.write(b" " * (1 << 20))
+        elif stats == "truncated":
+            _reply(req, body=json.dumps(STATS).encode()[:-9])
+        elif stats == "shards-dict":
+            _reply(req, body=b'{"shards": {"0": 1}}')
+        elif stats == "odd-numbers":
+            _reply(req, body=json.dumps({"shards": [
+                {"id": 0, "cpu_seconds": "lots", "pid": [1]}, {"id": {"x": 1}},
+                {"id": 1, "cpu_seconds": 1e308, "replicas": "r"}, 7]}).encode())
+        else:
+            _reply(req, body=b'{"shards": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+
+    def ok(req):
+        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
+
+    started = time.monotonic()
+    with target(ok, serve_stats) as url:
+        res, doc = _drive(url, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert doc["valid"] is True and doc["drive"]["completed"] > 0
+    assert "Traceback" not in res.stderr
+    assert time.monotonic() - started < 25   # two /stats reads, each within its deadline
+
+
+def test_sane_stats_keeps_what_it_can_use():
+    doc = sane_stats({"shards": [{"id": 0, "cpu_seconds": float("nan"), "pid": 3},
+                                 {"id": True}, {"id": "x" * 100}, "s",
+                                 {"id": "1", "cpu_seconds": 2.5, "replicas": [
+                                     {"replica": 1, "cpu_seconds": 1.0}, 5]}]})
+    assert doc["shards"] == [{"id": 0, "pid": 3},
+                             {"id": "1", "cpu_seconds": 2.5,
+                              "replicas": [{"replica": 1, "cpu_seconds": 1.0}]}]
+    assert sane_stats({"shards": "no"}) is None and sane_stats([1]) is None
+
+
+def test_a_new_shard_name_on_every_answer_stays_bounded():
+    rec = Recorder()
+    for i in range(3 * MAX_DISTINCT_SHARDS):
+        rec.record(intended=i * 1e-4, sent=i * 1e-4, done=i * 1e-4 + 0.001,
+                   shard=f"s{i}", error=None, is_read=True, key="k")
+    rec.record(intended=1, sent=1, done=1.001, shard="\x1b[31m", error=None, is_read=True,
+               key="k")
+    assert len(rec.shards) == MAX_DISTINCT_SHARDS + 1
+    assert rec.shards[OTHER_SHARD].requests == 2 * MAX_DISTINCT_SHARDS + 1
+
+
+def test_a_shard_that_restarted_mid_run_has_unknown_cpu_not_zero(tmp_path):
+    """Its process changed between the two /stats reads: the CPU difference of two processes
+    means nothing (it read 0%: a hot shard that crashed looked idle)."""
+    reads = []
+
+    def changing(req):
+        reads.append(1)
+        after = len(reads) > 1
+        _reply(req, body=json.dumps({"shards": [
+            {"id": 0, "cpu_seconds": 5.0 if after else 1.0, "pid": 10},
+            {"id": 1, "cpu_seconds": 0.2 if after else 9.0, "pid": 99 if after else 11,
+             "restarts": 1 if after else 0}]}).encode())
+
+    def ok(req):
+        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0" if "k0" in req.path else "1")])
+
+    with target(ok, changing) as url:
+        res, doc = _drive(url, tmp_path)
+    assert res.returncode == 0, res.stderr
+    cpu = {s["id"]: s.get("cpu") for s in doc["shards"]}
+    assert cpu["1"] is None and cpu["0"] is not None
+    assert any("shard 1 restarted during the run" in w for w in doc["drive"]["warnings"])

@@ -1,0 +1,168 @@
+"""`observe prometheus` against a server that is not a well-behaved Prometheus: one answering a
+byte every half second, one answering 300 MB, one redirecting elsewhere, one whose samples are
+NaN or infinite, and answers in shapes Prometheus never gives. Each ends in one line (exit 2)
+within its bounds, or in observations that say what was left out."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+WINDOW = ["--start", "1000", "--end", "1060"]
+
+
+@contextlib.contextmanager
+def fake_prometheus(handler):
+    """An HTTP server on 127.0.0.1 answering every GET with ``handler(path, wfile, send)``."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                handler(self)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _json(req, doc, status=200):
+    body = json.dumps(doc).encode()
+    req.send_response(status)
+    req.send_header("Content-Type", "application/json")
+    req.send_header("Content-Length", str(len(body)))
+    req.end_headers()
+    req.wfile.write(body)
+
+
+def _vector(values):
+    return {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"shard": str(i)}, "value": [1060, v]} for i, v in enumerate(values)]}}
+
+
+def test_a_trickling_server_ends_within_the_timeout(tmp_path):
+    def trickle(req):
+        req.send_response(200)
+        req.send_header("Content-Type", "application/json")
+        req.end_headers()
+        for _ in range(200):
+            req.wfile.write(b" ")
+            req.wfile.flush()
+            time.sleep(0.5)
+
+    with fake_prometheus(trickle) as url:
+        started = time.monotonic()
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])", "--requests",
+                      "rate(y[1m])", "--timeout", "3s")
+        took = time.monotonic() - started
+    assert res.returncode == 2, res.stderr
+    assert "did not finish answering within 3 s" in res.stderr
+    assert took < 3 + 1.5, took
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_huge_answer_is_refused_without_being_held(tmp_path):
+    """300 MB promised and streamed: refused past the read cap, the process staying far below
+    the answer's size (its peak RSS measured by the kernel for the child)."""
+    def huge(req):
+        req.send_response(200)
+        req.send_header("Content-Type", "application/json")
+        req.end_headers()
+        chunk = b" " * (1 << 20)
+        for _ in range(300):
+            req.wfile.write(chunk)
+
+    with fake_prometheus(huge) as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hotshard", "observe", "prometheus", url, *WINDOW, "--cpu",
+             "rate(x[1m])", "--requests", "rate(y[1m])", "--timeout", "30s"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, _, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert os.waitstatus_to_exitcode(_) == 2, err
+    assert "more than the" in err and "narrow the query" in err
+    assert usage.ru_maxrss * 1024 < 200 * 1024 * 1024, usage.ru_maxrss
+
+
+def test_a_redirect_is_not_followed(tmp_path):
+    def redirect(req):
+        req.send_response(302)
+        req.send_header("Location", "http://elsewhere.example:9090/api/v1/query")
+        req.send_header("Content-Length", "0")
+        req.end_headers()
+
+    with fake_prometheus(redirect) as url:
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])", "--requests",
+                      "rate(y[1m])")
+    assert res.returncode == 2
+    assert "redirected" in res.stderr and "elsewhere.example" in res.stderr
+
+
+def test_nan_and_infinite_samples_are_left_out_with_a_note(tmp_path):
+    """Four shards answer NaN or +-Inf: they are named as left out, not silently dropped
+    (which made the fifth "100% of the requests" without a word)."""
+    def answer(req):
+        _json(req, _vector(["NaN", "+Inf", "-Inf", "NaN", "5"]))
+
+    out = tmp_path / "o.json"
+    with fake_prometheus(answer) as url:
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])", "--requests",
+                      "rate(y[1m])", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    notes = json.loads(out.read_text())["observe"]["notes"]
+    assert any("shards 0, 1, 2, 3" in n and "no finite value" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("data", [
+    {"resultType": "vector", "result": "x"},
+    {"resultType": "vector", "result": [5]},
+    {"resultType": "vector", "result": [{"metric": "a", "value": [1, "2"]}]},
+    {"resultType": "vector", "result": [{"metric": {"shard": "0"}}]},
+    {"resultType": "vector", "result": [{"metric": {"shard": "0"}, "value": [1]}]},
+    {"resultType": "vector", "result": [{"metric": {"shard": "0"}, "value": ["t", "1"]}]},
+    {"resultType": "vector", "result": [{"metric": {"shard": {"x": 1}}, "value": [1, "1"]}]},
+    {"resultType": "matrix", "result": [{"metric": {"shard": "0"}, "values": 7}]},
+])
+def test_an_answer_in_a_shape_prometheus_never_gives_is_one_line(tmp_path, data):
+    def answer(req):
+        _json(req, {"status": "success", "data": data})
+
+    with fake_prometheus(answer) as url:
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])", "--requests",
+                      "rate(y[1m])")
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_server_text_reaches_the_terminal_escaped_and_cut(tmp_path):
+    def answer(req):
+        _json(req, {"status": "error", "errorType": "bad_data",
+                    "error": "\x1b[2J\rFORGED line\u202e" + "y" * 100_000}, status=400)
+
+    with fake_prometheus(answer) as url:
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])", "--requests",
+                      "rate(y[1m])")
+    assert res.returncode == 2
+    assert "\x1b" not in res.stderr and "\r" not in res.stderr and "\u202e" not in res.stderr
+    assert "\\x1b" in res.stderr and len(res.stderr) < 1000
