@@ -11,15 +11,16 @@ and it stays small (log-binned histogram) whatever the input size.
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from hotshard._validate import Fields, at, got, item, number_rule, show
+from hotshard._validate import MAX_INT, Fields, at, got, item, number_rule, show
 from hotshard.errors import ProfileError
 from hotshard.profile import KEY_SCALINGS, MAX_KEYS
 from hotshard.profile.arrivals import ArrivalModel
@@ -30,6 +31,8 @@ from hotshard.profile.timelines import Timelines
 __all__ = ["DEFAULT_OPS", "FORMAT", "KEY_SCALINGS", "KeyDistribution", "Profile", "ProfileError",
            "TailModel", "bin_tail"]
 
+# the largest payload a profile's sizes may name (a chat message, not a file)
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 FORMAT = "hotshard.profile/1"
 # Count values up to this are kept exactly in the tail histogram; above, log bins.
 EXACT_LIMIT = 1024
@@ -259,6 +262,9 @@ class Profile:
         privacy = _F.mapping(doc.get("privacy", {"min_count": 1, "pseudonymized": False}),
                              "privacy")
         dist = _parse_dist(doc, "")
+        if source.get("key_type") == "int64" or (source.get("key_type") is None and all(
+                k.lstrip("-").isdigit() and k.isascii() for k in dist.head_keys)):
+            _check_integer_keys(dist.head_keys, "head")
         min_count = _F.number(privacy.get("min_count", 1), "privacy.min_count", low=1)
         _F.flag(privacy.get("pseudonymized", False), "privacy.pseudonymized")
         if dist.head_counts.size and dist.head_counts.min() < min_count and not source.get(
@@ -269,9 +275,10 @@ class Profile:
         ops_doc = _F.mapping(doc.get("operations", {}) or {}, "operations",
                              "an object of op -> distribution")
         operations = {str(op): _parse_dist(d, f"operations.{op}") for op, d in ops_doc.items()}
-        for name in ("sizes", "rate"):
-            if doc.get(name) is not None:
-                _F.mapping(doc[name], name, "an object or null")
+        if doc.get("sizes") is not None:
+            _check_sizes(doc["sizes"])
+        if doc.get("rate") is not None:
+            _check_rate(doc["rate"])
         head_sizes = {None: len(dist.head_keys),
                       **{op: len(d.head_keys) for op, d in operations.items()}}
         placement = parse_placement(doc.get("placement"), head_sizes,
@@ -510,6 +517,63 @@ def _object(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     return _F.required(doc, key, where, _F.mapping, "an object")
 
 
+def _check_integer_keys(keys: Sequence[str], where: str) -> None:
+    """In a profile of integer keys (its key type, or head keys all decimal integers) every
+    key is a 64-bit key ID wherever it is used (placed as 8-byte integers by the stores that
+    type keys): one beyond that range cannot be one."""
+    for i, key in enumerate(keys):
+        text = key.lstrip("-")
+        if text.isdigit() and text.isascii() and not -(2**63) <= int(key) < 2**63:
+            raise _F.fail(item(f"{where}.keys", i),
+                          f"is an integer beyond 64 bits ({key[:24]}...): integer key IDs are "
+                          "64-bit; write it as text with a non-digit, or profile the column "
+                          "as text")
+
+
+def _check_sizes(doc: Any) -> None:
+    """``sizes``: ``quantiles`` (probability -> payload bytes), probabilities in (0, 1],
+    sizes from 1 byte to 16 MB, not decreasing with the probability."""
+    _F.mapping(doc, "sizes", "an object or null")
+    quantiles = doc.get("quantiles")
+    if quantiles is None:
+        return
+    _F.mapping(quantiles, "sizes.quantiles", "an object of probability -> bytes")
+    points = []
+    for q, size in quantiles.items():
+        try:
+            p = float(q)
+        except ValueError:
+            raise _F.fail(f"sizes.quantiles.{q}", "must be named by a probability in (0, 1], "
+                          f"got {show(q)}") from None
+        if not (math.isfinite(p) and 0 < p <= 1):
+            raise _F.fail(f"sizes.quantiles.{q}", "must be named by a probability in (0, 1]")
+        points.append((p, float(_F.number(size, f"sizes.quantiles.{q}", low=1))))
+        if points[-1][1] > MAX_PAYLOAD_BYTES:
+            raise _F.fail(f"sizes.quantiles.{q}", f"must be at most {MAX_PAYLOAD_BYTES:,} "
+                          f"bytes, got {_num(points[-1][1])}")
+    points.sort()
+    if any(b[1] < a[1] for a, b in zip(points, points[1:], strict=False)):
+        raise _F.fail("sizes.quantiles", "must not decrease as the probability grows")
+
+
+def _check_rate(doc: Any) -> None:
+    """``rate``: requests per second (``mean_rps``, ``p99_rps``, ``peak_rps``) and the span
+    in ``seconds``, finite and >= 0, the mean > 0 and at most the peak."""
+    _F.mapping(doc, "rate", "an object or null")
+    values = {}
+    for name in ("mean_rps", "p99_rps", "peak_rps", "seconds"):
+        if doc.get(name) is not None:
+            values[name] = float(_F.number(doc[name], f"rate.{name}", low=0))
+    if "mean_rps" not in values:
+        raise _F.missing("rate.mean_rps", "add it (requests per second, > 0), or set rate to "
+                                          "null")
+    if values["mean_rps"] <= 0:
+        raise _F.fail("rate.mean_rps", f"must be > 0, got {_num(values['mean_rps'])}")
+    if "peak_rps" in values and values["mean_rps"] > values["peak_rps"] * (1 + 1e-9):
+        raise _F.fail("rate.mean_rps", f"({_num(values['mean_rps'])}) exceeds rate.peak_rps "
+                                       f"({_num(values['peak_rps'])})")
+
+
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
@@ -534,6 +598,11 @@ def _parse_dist(doc: Any, where: str) -> KeyDistribution:
     if counts.size > 1 and np.any(np.diff(counts) > 0):
         raise _F.fail(f"{head_at}.counts", "must be sorted, most frequent first")
     tail_model = _parse_tail(tail, at(where, "tail"))
+    for name, value in (("totals.events", total_events), ("totals.keys", total_keys),
+                        ("head.counts", float(counts.max()) if counts.size else 0.0),
+                        ("tail.events", tail_model.events), ("tail.keys", tail_model.keys)):
+        if value >= MAX_INT:   # a count of requests or keys is a 64-bit integer
+            raise _F.fail(at(where, name), f"must be below 2^63 (a count), got {_num(value)}")
     dist = KeyDistribution(total_events, total_keys, tuple(keys), counts, tail_model)
     if not _close(dist.events, float(counts.sum()) + tail_model.events):
         raise _F.fail(at(where, "totals.events"),
