@@ -115,3 +115,8 @@ def safe_text(text: str, limit: int = 300) -> str:
     if len(clean) > limit:
         clean = clean[:limit] + f"... ({len(clean) - limit:,} more characters)"
     return clean
+
+
+def shown(key: object) -> str:
+    """A key from someone's data as a terminal shows it: escaped, at most 80 characters."""
+    return safe_text(str(key), 80)

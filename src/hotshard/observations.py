@@ -792,6 +792,11 @@ def _read_json(path: str | os.PathLike[str]) -> Any:
     if not text.strip():
         raise ObservationsError(f'{path}: observations: the file is empty; expected a JSON '
                                 f'object with "format" and "label"')
+    from hotshard._http import json_depth_ok
+
+    if not json_depth_ok(text):
+        raise ObservationsError(f"{path}: observations: nested deeper than any observations "
+                                "file is (a hostile or broken file)")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from hotshard._format import pct, pct_apart
+from hotshard._format import pct, pct_apart, shown
 from hotshard.profile.fit import PowerLawFit
 
 __all__ = ["check_summary", "cluster_status_text", "fit_summary"]
@@ -134,7 +134,7 @@ def _shard_rows(pred, label: str) -> list[str]:
     elif n == 9:
         lines.append(f"    ... 1 more shard at {pct(pred.shares[order[8]])}")
     if pred.hottest_keys:
-        keys = ", ".join(f"{k} ({pct(v)})" for k, v in pred.hottest_keys)
+        keys = ", ".join(f"{shown(k)} ({pct(v)})" for k, v in pred.hottest_keys)
         lines.append(f"    hot keys on shard {pred.hottest}: {keys}")
     if pred.cpu is not None:
         hottest = (f"The hottest, shard {pred.hottest}, reaches 100% CPU at {pred.max_rps:,.0f} "
@@ -217,7 +217,8 @@ def _timeline_lead(pred) -> list[str]:
     peak = tl.peak
     hot = peak.hottest
     when = f"{clock(tl.peak_start_s, span)}-{clock(tl.peak_end_s, span)}"
-    keys = ", ".join(f"key {k}, {pct(v)}" for k, v in peak.notable_keys(3)) or "no head key"
+    keys = ", ".join(f"key {shown(k)}, {pct(v)}" for k, v in peak.notable_keys(3)) \
+        or "no head key"
     lead = (f"  in {when} shard {hot} carries {pct(peak.shares[hot])}: {keys} of that "
             "window's requests")
     if hot == pred.hottest and peak.shares[hot] <= pred.shares[pred.hottest] * 1.25:
@@ -238,7 +239,7 @@ def _timeline_lead(pred) -> list[str]:
             "span's mean)", width=96, initial_indent="    ", subsequent_indent="      ")
     for e in tl.events[:5]:
         lines += textwrap.wrap(
-            f"  event: key {e.key} (shard {e.shard}) carries {pct(e.share)} of the requests "
+            f"  event: key {shown(e.key)} (shard {e.shard}) carries {pct(e.share)} of the requests "
             f"in {clock(e.start_s, span)}-{clock(e.end_s, span)} against {pct(e.overall_share)} "
             "over the whole span", width=96, subsequent_indent="    ")
     if len(tl.events) > 5:
@@ -291,7 +292,7 @@ def simulation_summary(result) -> str:
                  f"{_spec_text(m.arrivals.to_dict())}; reads {result.reads}")
     for e in result.events:
         end = format_duration(min(e.end, result.duration))
-        lines.append(f"  event: {pct(e.share)} of all requests to key {e.key} from "
+        lines.append(f"  event: {pct(e.share)} of all requests to key {shown(e.key)} from "
                      f"{format_duration(e.start)} to {end}")
     if result.detection is not None:
         applied = "mitigated from then on" if w.active else "nothing to apply"
@@ -503,7 +504,7 @@ def check_summary(report) -> str:
     if failed:
         what = []
         if report.hidden_keys:
-            keys = ", ".join(k for k, _, _ in report.hidden_keys[:5])
+            keys = ", ".join(shown(k) for k, _, _ in report.hidden_keys[:5])
             more = len(report.hidden_keys) - 5
             what.append(f"hot keys {keys}" + (f" and {more} more" if more > 0 else ""))
         if report.hot_shard is not None:

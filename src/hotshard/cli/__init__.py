@@ -159,6 +159,36 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+# an error line's foreign text (a server's words, a key from a file) is kept to this much
+MAX_ERROR_CHARS = 600
+
+
+def _line(text: str) -> str:
+    """An error as one terminal line: control and bidi characters escaped (a server's text
+    or a key can hold ESC sequences, CR/LF that forge lines, overrides), cut to
+    ``MAX_ERROR_CHARS``."""
+    from hotshard._format import safe_text
+
+    return safe_text(text, MAX_ERROR_CHARS)
+
+
+def _disk_full(exc: BaseException) -> str | None:
+    """`` while writing PATH`` (or "") when ``exc`` is, or was raised in the handling of, a
+    full disk or quota (ENOSPC, EDQUOT); else None."""
+    import errno
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = exc.filename
+            return f" while writing {_line(str(where))}" if where else ""
+        if "database or disk is full" in str(exc) or "No space left on device" in str(exc):
+            return ""
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _exit_status(exc: BaseException, signalled: list[BaseException] | None = None
                  ) -> int | None:
     """The exit status of a run that raised ``exc``, its line said; None: not ours to
@@ -173,7 +203,12 @@ def _exit_status(exc: BaseException, signalled: list[BaseException] | None = Non
         click.echo("hotshard: interrupted (files being written were removed)", err=True)
         return 130
     if isinstance(exc, HotshardError):
-        click.echo(f"hotshard: error: {exc}", err=True)
+        click.echo(f"hotshard: error: {_line(str(exc))}", err=True)
+        return 2
+    full = _disk_full(exc)
+    if full is not None:   # the temporary output was removed on the way out (_atomic)
+        click.echo(f"hotshard: error: no space left on the device{full}: free some, or write "
+                   "elsewhere (nothing partial was kept)", err=True)
         return 2
     if isinstance(exc, _NO_ARGS_IS_HELP):
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
@@ -182,7 +217,7 @@ def _exit_status(exc: BaseException, signalled: list[BaseException] | None = Non
         hint = f" (see 'hotshard {exc.ctx.command_path.split(' ', 1)[1]} --help')" if (
             exc.ctx and " " in exc.ctx.command_path) else " (see 'hotshard --help')"
         message = " ".join(exc.format_message().split())  # click's choice lists span lines
-        click.echo(f"hotshard: error: {message}{hint}", err=True)
+        click.echo(f"hotshard: error: {_line(message)}{hint}", err=True)
         return 2
     if isinstance(exc, click.ClickException):
         click.echo(f"hotshard: error: {exc.format_message()}", err=True)

@@ -8,14 +8,22 @@ import sys
 import click
 
 
+def _safe(message: str) -> str:
+    """A note or warning may quote foreign text (a key, a server's words): escaped for the
+    terminal, cut at 2,000 characters."""
+    from hotshard._format import safe_text
+
+    return safe_text(message, 2000)
+
+
 def note(message: str) -> None:
     """A one-line remark on stderr that does not stop the command."""
-    click.echo(f"hotshard: note: {message}", err=True)
+    click.echo(f"hotshard: note: {_safe(message)}", err=True)
 
 
 def warn(message: str) -> None:
     """A one-line warning on stderr: the command went on, but the user should look."""
-    click.echo(f"hotshard: warning: {message}", err=True)
+    click.echo(f"hotshard: warning: {_safe(message)}", err=True)
 
 
 def write_json(path: str, payload: dict) -> None:

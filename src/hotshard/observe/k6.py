@@ -24,7 +24,6 @@ the summary when a threshold names the sub-metric.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -48,8 +47,10 @@ def _load(path: str | os.PathLike[str]) -> Any:
     from hotshard._files import require_file
 
     p = require_file(path, what="k6 summary (JSON)")
+    from hotshard._http import loads_bounded
+
     try:
-        return json.loads(p.read_text(encoding="utf-8-sig"))
+        return loads_bounded(p.read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError):
         raise InputError(f"{path}: not JSON; expected k6's --summary-export file or "
                          "handleSummary's data (JSON.stringify(data))") from None

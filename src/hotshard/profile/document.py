@@ -231,6 +231,11 @@ class Profile:
         text = data.decode("utf-8-sig", errors="replace")
         if not text.strip():
             raise ProfileError(f"{path} is empty: not a profile")
+        from hotshard._http import json_depth_ok
+
+        if not json_depth_ok(text):
+            raise ProfileError(f"{path}: nested deeper than any profile is (a hostile or "
+                               "broken file): not a profile")
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:

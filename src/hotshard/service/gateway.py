@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 import time
@@ -382,9 +381,11 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     async def set_mitigations(request: Request) -> dict[str, Any]:
         # parsed here, not by a model, so that a malformed body gets the field-naming
         # messages of mitigations.updated (admin_only has checked the content type)
+        from hotshard._http import loads_bounded
+
         try:
-            changes = json.loads(await request.body() or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            changes = loads_bounded(await request.body() or b"null", limit=8)
+        except (UnicodeDecodeError, ValueError) as e:
             raise InputError(f"body must be a JSON object of mitigation fields: {e}") from None
         svc = service()
         await svc.set_mitigations(updated(svc.mitigations, changes))

@@ -9,6 +9,7 @@ increasing even when its clock stalls or goes backwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -450,10 +451,16 @@ class SQLiteStore:
             try:
                 self._insert(db, checked)
             except BaseException:
-                db.execute("ROLLBACK TO load_rows")
+                # SQLite rolls a full disk's transaction back itself, savepoint and all: the
+                # error to report is the disk's, not "no such savepoint"
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK TO load_rows")
+                        db.execute("RELEASE load_rows")
+                else:
+                    self._loading = False
                 raise
-            finally:
-                db.execute("RELEASE load_rows")
+            db.execute("RELEASE load_rows")
         return len(checked)
 
     def commit_load(self) -> None:

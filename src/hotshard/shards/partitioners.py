@@ -331,11 +331,13 @@ def load_slots_map(path: str) -> tuple[NDArray[np.int64], int]:
     text = _read_text(path, "Redis Cluster slots map",
                       "'start end node' lines or a CLUSTER SLOTS JSON dump")
     rows = []
+    from hotshard._http import loads_bounded
+
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
         rows = [(int(r[0]), int(r[1]), str(r[2][0] if isinstance(r[2], list) else r[2]))
                 for r in doc]
-    except (json.JSONDecodeError, TypeError, IndexError, ValueError):
+    except (json.JSONDecodeError, TypeError, IndexError, ValueError, KeyError):
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.startswith("#"):
                 continue
