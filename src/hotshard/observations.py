@@ -282,9 +282,18 @@ def _check_shard(values: Mapping[str, Any], where: str) -> None:
                                        "percentiles never decrease")
 
 
+# shards one document describes at most (a store of more nodes is described by node groups),
+# and shard rows over all its windows: bounds what a report holds and draws
+MAX_SHARDS = 16_384
+MAX_WINDOW_SHARD_ROWS = 2_000_000
+
+
 def _shards(value: Any, path: str) -> tuple[ShardObservation, ...]:
     if not isinstance(value, list | tuple):
         raise _F.wrong(path, "a list of shard objects", value)
+    if len(value) > MAX_SHARDS:
+        raise _F.fail(path, f"has {len(value):,} shards, more than the {MAX_SHARDS:,} read: "
+                            "group them (by node or rack) before handing them over")
     shards = tuple(s if isinstance(s, ShardObservation)
                    else ShardObservation.from_dict(s, where=f"{path}[{i}]")
                    for i, s in enumerate(value))
@@ -420,6 +429,14 @@ def _windows(value: Any, path: str) -> tuple[TimeWindow, ...]:
     if len(value) > MAX_WINDOWS:
         raise _F.fail(path, f"has {len(value):,} windows, more than the {MAX_WINDOWS:,} "
                             "read: write coarser windows (a minute each covers a week)")
+    def width(w: Any) -> int:
+        shards = w.get("shards") if isinstance(w, dict) else getattr(w, "shards", ())
+        return len(shards) if isinstance(shards, list | tuple) else 0
+
+    rows = sum(width(w) for w in value)
+    if rows > MAX_WINDOW_SHARD_ROWS:
+        raise _F.fail(path, f"hold {rows:,} shard rows, more than the "
+                            f"{MAX_WINDOW_SHARD_ROWS:,} read: fewer windows or grouped shards")
     windows = tuple(w if isinstance(w, TimeWindow)
                     else TimeWindow.from_dict(w, where=f"{path}[{i}]")
                     for i, w in enumerate(value))

@@ -22,9 +22,12 @@ none is refused, naming the columns. What each metric becomes, per shard over th
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 import statistics
+from array import array
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,14 @@ _TO = {"cpu": {"fraction": 1.0, "percent": 0.01},
        "p99": {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}}
 
 
+# Unix seconds beyond the year 9999 are not a dashboard's time
+_LAST_TIME_S = 253_402_300_799.0
+# the largest value a panel's sample may hold (a CPU share, a rate, a latency in any unit)
+_MAX_VALUE = 1e15
+# samples held at most (12 bytes each): a CSV beyond it is a month of 1 s rows x 1,000 shards
+MAX_SAMPLES = 50_000_000
+
+
 def _time(text: str, path: Path, line: int) -> float:
     raw = text.strip()
     try:
@@ -51,12 +62,16 @@ def _time(text: str, path: Path, line: int) -> float:
     except ValueError:
         number = None
     if number is not None:
-        return number / 1000.0 if number > 1e11 else number  # Unix ms (Grafana's raw) or s
+        seconds = number / 1000.0 if number > 1e11 else number  # Unix ms (Grafana's raw) or s
+        if not (math.isfinite(seconds) and 0 <= seconds <= _LAST_TIME_S):
+            raise InputError(f"{path}:{line}: the time {raw[:40]!r} is not a time (Unix ms or "
+                             "s after 1970, RFC 3339, YYYY-MM-DD HH:MM:SS)")
+        return seconds
     try:
         stamp = datetime.fromisoformat(raw.replace("z", "Z"))
     except ValueError:
-        raise InputError(f"{path}:{line}: the time {raw!r} is not a time (Unix ms or s, RFC "
-                         "3339, YYYY-MM-DD HH:MM:SS)") from None
+        raise InputError(f"{path}:{line}: the time {raw[:40]!r} is not a time (Unix ms or s, "
+                         "RFC 3339, YYYY-MM-DD HH:MM:SS)") from None
     return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
 
 
@@ -65,36 +80,63 @@ def _value(text: str, path: Path, line: int, column: str) -> tuple[float, str | 
         return None
     m = _VALUE.match(text.replace(",", ""))
     if not m:
-        raise InputError(f"{path}:{line}: column {column!r}: cannot read {text!r} as a number "
-                         "(download the CSV with 'Formatted data' off, or with units such as "
-                         "% or ms only)")
-    return float(m.group(1)), _UNIT_OF_SUFFIX.get(m.group(2) or "")
+        raise InputError(f"{path}:{line}: column {column[:80]!r}: cannot read {text[:40]!r} as "
+                         "a number (download the CSV with 'Formatted data' off, or with units "
+                         "such as % or ms only)")
+    value = float(m.group(1))
+    if not (math.isfinite(value) and abs(value) <= _MAX_VALUE):
+        raise InputError(f"{path}:{line}: column {column[:80]!r}: {text[:40]!r} is beyond any "
+                         f"panel's value (at most {_MAX_VALUE:g})")
+    return value, _UNIT_OF_SUFFIX.get(m.group(2) or "")
 
 
-def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+class _Samples:
+    """One shard's samples of one file, compact (row index, value; the units written)."""
+
+    __slots__ = ("rows", "values", "units")
+
+    def __init__(self) -> None:
+        self.rows = array("i")
+        self.values = array("d")
+        self.units: set[str] = set()
+
+    def add(self, row: int, value: float, unit: str | None) -> None:
+        self.rows.append(row)
+        self.values.append(value)
+        if unit:
+            self.units.add(unit)
+
+
+def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's non-empty rows with their line numbers, read as they come (a large export
+    is never held whole); Excel's ``sep=`` hint skipped."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
-            rows = [(i + 1, row) for i, row in enumerate(csv.reader(handle))]
+            first = True
+            for i, row in enumerate(csv.reader(handle)):
+                if not row or not any(c.strip() for c in row):
+                    continue
+                if first and ",".join(row).strip().lower().startswith("sep="):
+                    first = False
+                    continue
+                first = False
+                yield i + 1, row
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path}: {exc}") from None
-    rows = [(n, r) for n, r in rows if r and any(c.strip() for c in r)]
-    if rows and ",".join(rows[0][1]).strip().lower().startswith("sep="):  # Excel's hint
-        rows = rows[1:]
-    if len(rows) < 2:
-        raise InputError(f"{path}: not a dashboard CSV: expected a header (a time column "
-                         "and one column per series) and rows")
-    header = [c.strip() for c in rows[0][1]]
-    if len(header) < 2:
-        raise InputError(f"{path}: not a dashboard CSV: one column only (expected a time "
-                         "column and one per series)")
-    return header, rows[1:]
 
 
 def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: float | None,
-            notes: Notes) -> tuple[list[float], dict[str, list[tuple[int, float, str | None]]],
-                                   str]:
-    """(row times, {shard: [(row index, value, unit)]}, time column name) of one file."""
-    header, rows = _table(path)
+            notes: Notes) -> tuple[array, dict[str, _Samples], str]:
+    """(row times, {shard: samples}, time column name) of one file, read row by row."""
+    rows = _rows(path)
+    first = next(rows, None)
+    if first is None:
+        raise InputError(f"{path}: not a dashboard CSV: expected a header (a time column "
+                         "and one column per series) and rows")
+    header = [c.strip() for c in first[1]]
+    if len(header) < 2:
+        raise InputError(f"{path}: not a dashboard CSV: one column only (expected a time "
+                         "column and one per series)")
     time_col = next((i for i, c in enumerate(header) if c.lower() in ("time", "timestamp")), 0)
     by_shard: dict[int, str] = {}
     for i, name in enumerate(header):
@@ -105,41 +147,51 @@ def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: floa
             by_shard[i] = m.group("shard") if "shard" in m.groupdict() else (
                 m.group(1) if m.groups() else m.group(0))
     if not by_shard:
-        shown = ", ".join(repr(c) for i, c in enumerate(header) if i != time_col)
+        shown = ", ".join(repr(c[:60]) for i, c in enumerate(header[:20]) if i != time_col)
         raise InputError(f"{path}: no column's name has a shard for the pattern "
                          f"{pattern.pattern!r} (columns: {shown}); give --shard-pattern "
                          "with a group that takes the shard out of the name")
     left = [header[i] for i in range(len(header)) if i != time_col and i not in by_shard]
     if left:
         notes.add(f"{path.name}: {len(left)} column(s) without a shard for the pattern left "
-                  f"out (e.g. {left[0]!r})")
-    times: list[float] = []
-    values: dict[str, list[tuple[int, float, str | None]]] = {}
+                  f"out (e.g. {left[0][:60]!r})")
+    times = array("d")
+    values: dict[str, _Samples] = {}
+    held = 0
+    seen_row = False
     for line, row in rows:
+        seen_row = True
         t = _time(row[time_col] if time_col < len(row) else "", path, line)
         if (start is not None and t < start) or (end is not None and t > end):
             continue
+        if times and t <= times[-1]:
+            raise InputError(f"{path}: the rows' times do not increase: not one time series "
+                             "per column (export with 'Series joined by time')")
         k = len(times)
         times.append(t)
         for i, shard in by_shard.items():
             got = _value(row[i], path, line, header[i]) if i < len(row) else None
             if got is not None:
-                values.setdefault(shard, []).append((k, got[0], got[1]))
+                values.setdefault(shard, _Samples()).add(k, got[0], got[1])
+                held += 1
+        if held > MAX_SAMPLES:
+            raise InputError(f"{path}: more than {MAX_SAMPLES:,} samples: export a shorter "
+                             "window or a coarser interval")
+    if not seen_row:
+        raise InputError(f"{path}: not a dashboard CSV: expected a header (a time column "
+                         "and one column per series) and rows")
     if not times or not values:
         window = "" if start is None and end is None else (
             f" between {iso(start) if start is not None else 'the start'} and "
             f"{iso(end) if end is not None else 'the end'}")
         raise InputError(f"{path}: no samples{window}")
-    if any(b <= a for a, b in zip(times, times[1:], strict=False)):
-        raise InputError(f"{path}: the rows' times do not increase: not one time series per "
-                         "column (export with 'Series joined by time')")
     return times, values, header[time_col]
 
 
-def _unit(metric: str, unit: str | None, samples: list[tuple[int, float, str | None]],
+def _unit(metric: str, unit: str | None, samples: _Samples,
           notes: Notes, name: str) -> str | None:
     """The unit of a metric's values: given, else written with them, else the default."""
-    written = {u for _, _, u in samples if u}
+    written = set(samples.units)
     if unit is None and len(written) > 1:
         raise InputError(f"{name}: values in several units ({', '.join(sorted(written))})")
     unit = unit or (written.pop() if written else None)
@@ -149,7 +201,7 @@ def _unit(metric: str, unit: str | None, samples: list[tuple[int, float, str | N
         return None
     if unit is None:
         if metric == "cpu":
-            top = max(v for _, v, _ in samples)
+            top = max(samples.values)
             unit = "fraction" if top <= 1 else "percent"
             notes.add(f"{name}: cpu read as {unit}s of a core (largest value {top:g}); say "
                       "--unit fraction or --unit percent if that is wrong")
@@ -214,24 +266,27 @@ def read_dashboard_csv(files: list[tuple[str, str | os.PathLike[str]]], *,
     for metric, name in files:
         path = require_file(name, what="dashboard CSV")
         times, series, _ = _series(path, pattern, start, end, notes)
-        steps = [b - a for a, b in zip(times, times[1:], strict=False)]
-        step = statistics.median(steps) if steps else None
+        step = statistics.median(b - a for a, b in zip(times, times[1:], strict=False)) \
+            if len(times) > 1 else None
         spans.append((times[0], times[-1] + (step or 0.0)))
         for shard, samples in series.items():
             u = _unit(metric, unit, samples, notes, f"{path.name} ({metric})")
             target = per.setdefault(shard, {})
             if metric == "cpu":
                 scale = _TO["cpu"][u or "fraction"]
-                target["cpu"] = round(statistics.fmean(v for _, v, _ in samples) * scale, 6)
+                target["cpu"] = round(statistics.fmean(samples.values) * scale, 6)
             elif metric == "p99":
                 scale = _TO["p99"][u or "ms"]
-                target["p99_ms"] = round(max(v for _, v, _ in samples) * scale, 6)
+                target["p99_ms"] = round(max(samples.values) * scale, 6)
             else:
                 if step is None:
                     raise InputError(f"{path}: one row: requests need two rows to integrate "
                                      "the rates over time")
                 total = sum(v * (times[k + 1] - times[k] if k + 1 < len(times) else step)
-                            for k, v, _ in samples)
+                            for k, v in zip(samples.rows, samples.values, strict=True))
+                if not math.isfinite(total) or total >= 2**63:
+                    raise InputError(f"{path}: shard {shard[:40]}'s requests add up past any "
+                                     "count: the rates are not per-second rates")
                 target["requests"] = max(0, round(total))
         if metric == "requests":
             notes.add(f"{path.name}: requests are the per-second rates integrated over the "

@@ -44,6 +44,33 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         raise InputError(f"cannot read {path}: {exc}") from None
 
 
+def _history_span(path: Path) -> tuple[float | None, float | None, float | None, int] | None:
+    """(first and last timestamp, most users, aggregated rows) of a stats history, read row
+    by row (a day's history is tens of megabytes: never held whole); None when it is not one.
+    """
+    first = last = users_max = None
+    rows = 0
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            names = reader.fieldnames or []
+            if "Timestamp" not in names or "User Count" not in names:
+                return None
+            for row in reader:
+                if row.get("Name") != "Aggregated":
+                    continue
+                stamp, users = finite(row.get("Timestamp")), finite(row.get("User Count"))
+                if stamp is not None:
+                    rows += 1
+                    first = stamp if first is None else min(first, stamp)
+                    last = stamp if last is None else max(last, stamp)
+                if users is not None:
+                    users_max = users if users_max is None else max(users_max, users)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+    return first, last, users_max, rows
+
+
 def _stats_path(prefix: str | os.PathLike[str]) -> Path:
     p = Path(prefix)
     for candidate in (p, Path(f"{prefix}_stats.csv")):
@@ -118,20 +145,18 @@ def read_locust_csv(prefix: str | os.PathLike[str], *, label: str = "load test"
                               "names": sum(1 for r in rows if r.get("Name") != "Aggregated")}
     history = Path(base + "_stats_history.csv")
     if history.is_file():
-        h_header, h_rows = _rows(history)
-        if "Timestamp" not in h_header or "User Count" not in h_header:
+        span = _history_span(history)
+        if span is None:
             notes.add(f"{history}: not Locust's stats history (no Timestamp/User Count); "
                       "not read")
         else:
-            totals = [r for r in h_rows if r.get("Name") == "Aggregated"]
-            stamps = [t for t in (finite(r.get("Timestamp")) for r in totals) if t is not None]
-            users = [u for u in (finite(r.get("User Count")) for r in totals) if u is not None]
-            if len(stamps) >= 2:
-                fields["duration_s"] = float(max(stamps) - min(stamps))
+            first, last, users_max, rows_read = span
+            if rows_read >= 2 and last is not None and first is not None:
+                fields["duration_s"] = float(last - first)
                 notes.add("duration_s is the stats history's first to last row (whole "
                           "seconds)")
-            if users:
-                locust["users_max"] = int(max(users))
+            if users_max is not None:
+                locust["users_max"] = int(users_max)
     else:
         notes.add(f"no {history.name}: run length and user count unknown")
     if "duration_s" not in fields and rate:
