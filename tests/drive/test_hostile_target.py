@@ -169,3 +169,42 @@ def test_a_shard_that_restarted_mid_run_has_unknown_cpu_not_zero(tmp_path):
     cpu = {s["id"]: s.get("cpu") for s in doc["shards"]}
     assert cpu["1"] is None and cpu["0"] is not None
     assert any("shard 1 restarted during the run" in w for w in doc["drive"]["warnings"])
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_drive_stopped_before_its_first_request_exits_130_with_nothing_written(
+        tmp_path, processes):
+    """Ctrl-C while the driver processes start: no run to judge ("100% of 0 requests
+    failed", exit 3, before), and no start time to count from (a 57-year duration_s with
+    two processes, before)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def ok(req):
+        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
+
+    def slow_stats(req):   # the read before the run: the driver waits on it (2 s bound)
+        time.sleep(1.5)
+        _stats_ok(req)
+
+    out = tmp_path / "obs.json"
+    with target(ok, slow_stats) as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hotshard", "drive", url, "--keys", "uniform:20", "--rps",
+             "20", "--duration", "30s", "--processes", processes, "-q", "-o", str(out)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # stopped once started and before its first request: during its first /stats read,
+        # or (two processes) while they spawn after it
+        time.sleep(3.0 if processes == "1" else 2.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    if out.exists():   # it had started after all: then its record is a real run's
+        doc = json.loads(out.read_text())
+        assert doc["duration_s"] < 30 and doc["drive"]["interrupted"] is True
+    else:
+        assert "interrupted" in err

@@ -157,6 +157,10 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
     live = _Live(enabled=not quiet and not as_json)
     with live:
         result = run_drive(config, progress=live.update if live.enabled else None)
+    if result.interrupted and result.sent == 0 and result.recorder.completed == 0:
+        # stopped before the first request: there is no run to write or judge
+        note("interrupted before the first request: nothing was measured, nothing written")
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     observations = to_observations(result, label)
     # the files first: a reader that goes away (| head) must not cost the evidence
     if output:

@@ -593,12 +593,18 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         interrupted = interrupted or bool(stopped_by)
         for child in children:
             child.join(5)
+        if interrupted and start.value == 0.0:
+            # stopped before every process was ready: nothing was sent, and the children's
+            # clocks never had a start to count from (an epoch of 0 made a 57-year run)
+            got = {}
+            start_epoch = time.time()
         errors = [e for _, _, e in got.values() if e]
-        if errors or len(got) < len(children):
+        if not interrupted and (errors or len(got) < len(children)):
             raise HotshardError(f"a driver process failed: {errors[0] if errors else 'died'}")
-        for encoded, n, _ in got.values():
-            recorder.merge(encoded)
-            sent += n
+        for encoded, n, error in got.values():
+            if encoded is not None and not error:
+                recorder.merge(encoded)
+                sent += n
     # an interrupted run lasted until it stopped sending (the drain after it is not load)
     stopped = recorder.stopped_at
     wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
