@@ -142,13 +142,15 @@ class ArrivalModel:
             raise ProfileError(f"{where}.resolution_s must be a number > 0, got {res!r}")
         counts = doc.get("counts")
         if (not isinstance(counts, list) or not counts or not all(
-                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)):
-            raise ProfileError(f"{where}.counts must be a non-empty list of integers >= 0")
+                isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63
+                for c in counts)):
+            raise ProfileError(f"{where}.counts must be a non-empty list of integers >= 0 "
+                               "(below 2^63)")
         if sum(counts) == 0:
             raise ProfileError(f"{where}.counts holds no request")
         raw_idc = doc.get("idc", {})
         if not isinstance(raw_idc, Mapping) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e300
                 for v in raw_idc.values()):
             raise ProfileError(f"{where}.idc must map a scale in seconds to a number >= 0")
         levels = doc.get("cascade", [])

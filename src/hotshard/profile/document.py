@@ -662,8 +662,12 @@ def _parse_tail(tail: Mapping[str, Any], where: str) -> TailModel:
         bin_keys=arrays.get("keys", np.zeros(0)), bin_events=arrays.get("events", np.zeros(0)),
         power_law=pl,
     )
-    hist_keys = float(vkeys.sum() + model.bin_keys.sum())
-    hist_events = float(np.dot(values, vkeys) + model.bin_events.sum())
+    with np.errstate(over="ignore"):
+        hist_keys = float(vkeys.sum() + model.bin_keys.sum())
+        hist_events = float(np.dot(values, vkeys) + model.bin_events.sum())
+    if not (math.isfinite(hist_keys) and math.isfinite(hist_events)):
+        raise _F.fail(hist_at, "adds up past any count: its values and keys must be counts "
+                               "below 2^63")
     if not _close(hist_keys, model.keys):
         raise _F.fail(hist_at, f"holds {_num(hist_keys)} keys, but {where}.keys is "
                                f"{_num(model.keys)}")

@@ -280,9 +280,10 @@ def _pairs(value: Any, where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]
         raise ProfileError(f"{where} must be a list: [first bin, count, count, ...]")
     if value and all(isinstance(v, list) for v in value):
         return _old_pairs(value, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise ProfileError(f"{where} must be a list of integers >= 0: [first bin, count, "
-                           "count, ...]")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+               for v in value):
+        raise ProfileError(f"{where} must be a list of integers >= 0 (below 2^63): [first "
+                           "bin, count, count, ...]")
     if not value:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     counts = np.asarray(value[1:], dtype=np.int64)
@@ -297,9 +298,10 @@ def _old_pairs(value: list, where: str) -> tuple[NDArray[np.int64], NDArray[np.i
     bins, counts = [], []
     for i, pair in enumerate(value):
         if (len(pair) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
                            for v in pair)):
-            raise ProfileError(f"{where}[{i}] must be a [bin, count] pair of integers >= 0")
+            raise ProfileError(f"{where}[{i}] must be a [bin, count] pair of integers >= 0 "
+                               "(below 2^63)")
         if pair[0] >= N_BINS:
             raise ProfileError(f"{where}[{i}]: bin {pair[0]} is beyond 2^{MAX_OCTAVES}")
         bins.append(pair[0])

@@ -122,7 +122,7 @@ class Timelines:
         rows = doc.get("counts")
         if not isinstance(windows, int) or windows < 1 or not isinstance(rows, list) or not all(
                 isinstance(r, list) and len(r) == windows and all(
-                    isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in r)
+                    isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in r)
                 for r in rows):
             raise ProfileError(f"{where}.counts must be one list of {windows!r} integers >= 0 "
                                "per head key")
@@ -153,7 +153,8 @@ def _details(doc: Any, counts: NDArray[np.int64], where: str) -> tuple[EventDeta
         if not isinstance(item, Mapping):
             raise ProfileError(f"{at} must be an object")
         numbers = [item.get(n) for n in ("key", "from_window", "bins_per_window")]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in numbers):
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+                   for v in numbers):
             raise ProfileError(f"{at}: key, from_window and bins_per_window must be integers "
                                ">= 0")
         key, first, bins = numbers
