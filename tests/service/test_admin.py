@@ -162,3 +162,11 @@ def test_a_weak_admin_token_is_refused(tmp_path):
                        env={**os.environ, "HOTSHARD_ADMIN_TOKEN": "secret"}, timeout=60)
     assert r.returncode == 2 and "at least 16 characters" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "d").exists()
+
+
+def test_a_body_nested_thousands_deep_is_a_400_not_a_500(svc):
+    deep = b'{"channels": ' + b"[" * 5_000 + b"]" * 5_000 + b"}"   # 10 KB, under the cap
+    r = svc.post("/admin/mitigations", content=deep,
+                 headers={**svc.admin_headers, "content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert "nested deeper" in r.json()["error"]
