@@ -75,7 +75,7 @@ def test_a_trickling_server_ends_within_the_timeout(tmp_path):
         took = time.monotonic() - started
     assert res.returncode == 2, res.stderr
     assert "did not finish answering within 3 s" in res.stderr
-    assert took < 3 + 1.5, took
+    assert took < 3 + 1.0, took   # the deadline plus the process's own start
     assert len(res.stderr.strip().splitlines()) == 1
 
 
