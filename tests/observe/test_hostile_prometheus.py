@@ -166,3 +166,19 @@ def test_server_text_reaches_the_terminal_escaped_and_cut(tmp_path):
     assert res.returncode == 2
     assert "\x1b" not in res.stderr and "\r" not in res.stderr and "\u202e" not in res.stderr
     assert "\\x1b" in res.stderr and len(res.stderr) < 1000
+
+
+def test_series_summing_past_the_largest_number_are_left_out_with_a_note(tmp_path):
+    def answer(req):
+        _json(req, {"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"shard": "0", "pod": "a"}, "value": [1060, "1e308"]},
+            {"metric": {"shard": "0", "pod": "b"}, "value": [1060, "1e308"]},
+            {"metric": {"shard": "1"}, "value": [1060, "4"]}]}})
+
+    out = tmp_path / "o.json"
+    with fake_prometheus(answer) as url:
+        res = run_cli("observe", "prometheus", url, *WINDOW, "--cpu", "rate(x[1m])",
+                      "--requests", "rate(y[1m])", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    notes = json.loads(out.read_text())["observe"]["notes"]
+    assert any("shard 0 left out" in n and "past the largest number" in n for n in notes), notes
