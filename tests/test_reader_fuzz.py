@@ -81,3 +81,41 @@ def test_a_hostile_value_anywhere_is_read_or_refused_in_one_line(tmp_path, name,
             assert len(res.stderr.strip().splitlines()) == 1, seen
         assert "\x1b" not in res.stderr and "\u202e" not in res.stderr, seen
         assert took < 20, seen
+
+
+CSV_HOSTILE = ["", "nan", "inf", "-1", "1e308", "1e20", "x" * 5000, "\x1b[2J", '"', ",",
+               "0x10", "1,5", "\u202e9", "99%", "12 ms", "-0", "1e-400"]
+DASHBOARD = ('"Time","cpu{shard=""0""}","cpu{shard=""1""}"\n'
+             + "".join(f"{1733300000000 + 15000 * i},{0.2 + i / 100},{0.4}\n" for i in range(6)))
+LOCUST_STATS = ("Type,Name,Request Count,Failure Count,Median Response Time,"
+                "Average Response Time,Min Response Time,Max Response Time,"
+                "Average Content Size,Requests/s,Failures/s,50%,99%,100%\n"
+                "GET,/a,900,9,5,6,1,90,10,90,0.9,5,40,90\n"
+                ",Aggregated,900,9,5,6,1,90,10,90,0.9,5,40,90\n")
+
+
+@pytest.mark.parametrize("kind", ["dashboard", "locust"])
+def test_a_hostile_cell_anywhere_in_a_csv_is_read_or_refused_in_one_line(tmp_path, kind):
+    rng = random.Random(zlib.crc32(kind.encode()))
+    text = DASHBOARD if kind == "dashboard" else LOCUST_STATS
+    lines = text.splitlines()
+    for i in range(40):
+        rows = [line.split(",") for line in lines]
+        r = rng.randrange(len(rows))
+        c = rng.randrange(len(rows[r]))
+        rows[r][c] = rng.choice(CSV_HOSTILE)
+        body = "\n".join(",".join(row) for row in rows) + "\n"
+        if kind == "dashboard":
+            path = tmp_path / "cpu.csv"
+            path.write_text(body)
+            res = run_cli("observe", "csv", f"cpu={path}")
+        else:
+            path = tmp_path / "run_stats.csv"
+            path.write_text(body)
+            res = run_cli("observe", "locust", str(tmp_path / "run"))
+        seen = f"{kind} #{i}: row {r} cell {c} -> exit {res.returncode}: {res.stderr[-300:]}"
+        assert res.returncode in (0, 2), seen
+        assert "Traceback" not in res.stderr, seen
+        if res.returncode == 2:
+            assert len(res.stderr.strip().splitlines()) == 1, seen
+        assert "\x1b" not in res.stderr and "\u202e" not in res.stderr, seen
