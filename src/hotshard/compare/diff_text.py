@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hotshard._format import pct, pp, times
+from hotshard._format import pct, pp, shown, times
 from hotshard.compare.diff import (
     DEFAULT_MOVERS,
     DRIFT_SE,
@@ -44,17 +44,17 @@ def _move_rows(moves, width: int) -> list[str]:
     lines = [f"  {'key':<{width}}  {'A':>10}  {'B':>10}  {'change':>13}  rank A -> B"]
     for m in moves:
         status = "" if m.status == "stayed" else f"  {m.status}"
-        lines.append(f"  {m.key:<{width}}  {_share_cell(m.share_a, m.exact_a):>10}  "
+        lines.append(f"  {shown(m.key):<{width}}  {_share_cell(m.share_a, m.exact_a):>10}  "
                      f"{_share_cell(m.share_b, m.exact_b):>10}  {_change_cell(m):>13}  "
                      f"{_rank(m.rank_a)} -> {_rank(m.rank_b)}{status}")
     return lines
 
 
 def _listing(moves, side: str, limit: int) -> str:
-    shown = ", ".join(f"{m.key} ({pct(m.share_b if side == 'b' else m.share_a)})"
+    listed = ", ".join(f"{shown(m.key)} ({pct(m.share_b if side == 'b' else m.share_a)})"
                       for m in moves[:limit])
     more = f", ... {len(moves) - limit:,} more" if len(moves) > limit else ""
-    return shown + more
+    return listed + more
 
 
 def diff_table(d: ProfileDiff, *, limit: int = DEFAULT_MOVERS) -> str:
@@ -125,7 +125,7 @@ def _shard_lines(s: ShardDrift) -> list[str]:
         f"({times(s.max_over_mean_b)} mean): {pp(s.change)}",
     ]
     for row in s.shards:
-        moved = ", ".join(f"{m.key} {_change_cell(m)}" for m in row.keys)
+        moved = ", ".join(f"{shown(m.key)} {_change_cell(m)}" for m in row.keys)
         lines += [f"  shard {row.shard}: {pct(row.share_a)} -> {pct(row.share_b)} "
                   f"({pp(row.change)})",
                   f"    moved by {moved}; unnamed tail keys (modelled) {pp(row.rest_change)}"
@@ -208,7 +208,7 @@ def _moved_events(w: WindowDrift, moved_first: list[KeyWindows]) -> list[str]:
                               for i in hot)
             sides.append((spans, peak))
         if len(sides) == 2 and min(p for _, p in sides) >= EVENT_SHARE:
-            out.append(f"event moved: key {k.key} was hot in {sides[0][0]} in A (up to "
+            out.append(f"event moved: key {shown(k.key)} was hot in {sides[0][0]} in A (up to "
                        f"{pct(sides[0][1])} of a window's requests) and in {sides[1][0]} in B "
                        f"(up to {pct(sides[1][1])})")
     return out
@@ -236,7 +236,7 @@ def _window_lines(d: ProfileDiff, w: WindowDrift, limit: int) -> list[str]:
         chance = "-" if k.tv_chance is None else f"{k.tv_chance:.2f}"
         hot_a = _ranges(k.hot_a) if k.counts_a is not None else "outside A's head"
         hot_b = _ranges(k.hot_b) if k.counts_b is not None else "outside B's head"
-        lines.append(f"  {k.key:<{width}}  {cell[0]}  {cell[1]}  {tv:>4}  {chance:>6}  "
+        lines.append(f"  {shown(k.key):<{width}}  {cell[0]}  {cell[1]}  {tv:>4}  {chance:>6}  "
                      f"{hot_a} -> {hot_b}")
     common = [k for k in w.keys if k.tv is not None]
     n_moved = sum(k.hot_moved for k in w.keys)
