@@ -77,3 +77,15 @@ def test_one_vocabulary_in_every_record():
         "coalesce", "hot_keys", "channels", "hot_share"}
     assert Mitigations().updated({k: v for k, v in full.items()
                                   if k != "split_hot"}) == m  # a record reads back
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--split", "0"), ("--split", "65"),
+                                             ("--replicas", "10"), ("--replicas", "0")])
+def test_serve_refuses_a_mitigation_past_the_service_limits(tmp_path, flag, value):
+    """One definition of the service's limits (``hotshard.mitigations``): serve's flags refuse
+    what the admin route and ``for_service`` refuse (--split 0 was taken as 1, silently)."""
+    from tests.conftest import run_cli
+
+    res = run_cli("serve", "--data", str(tmp_path / "d"), flag, value)
+    assert res.returncode == 2 and f"'{flag}'" in res.stderr, res.stderr
+    assert not (tmp_path / "d").exists()

@@ -34,7 +34,8 @@ from typing import Any
 from hotshard._format import pct
 from hotshard.errors import InputError
 
-__all__ = ["DEFAULT_BUCKET_MS", "DEFAULT_HOT_SHARE", "MODEL_FIELDS", "Mitigations"]
+__all__ = ["DEFAULT_BUCKET_MS", "DEFAULT_HOT_SHARE", "MAX_CACHE_TTL_S", "MAX_SERVICE_REPLICAS",
+           "MAX_SPLIT_BUCKETS", "MODEL_FIELDS", "Mitigations"]
 
 DEFAULT_BUCKET_MS = 1000
 # A channel is hot when its guaranteed share of the last window's requests is at least this:
@@ -42,6 +43,11 @@ DEFAULT_BUCKET_MS = 1000
 DEFAULT_HOT_SHARE = 0.05
 # a cache entry older than an hour is not a mitigation but a stale copy
 MAX_CACHE_TTL_S = 3600.0
+# the reference service's limits (``service.mitigations.for_service`` refuses past them; serve's
+# flags and the admin route's schema state them): read nodes per shard, the primary and up to
+# 8 read-only replica workers; time-bucket sub-partitions of one split channel
+MAX_SERVICE_REPLICAS = 9
+MAX_SPLIT_BUCKETS = 64
 
 # the fields predict and simulate model (the others are the live service's)
 MODEL_FIELDS = ("split_keys", "split_into", "replicas", "cache_hit", "coalesce", "hot_keys")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hotshard.cli._options import PARTITIONER_CHOICE, Seconds, partitioner_options
+from hotshard.mitigations import MAX_SERVICE_REPLICAS, MAX_SPLIT_BUCKETS
 from hotshard.shards import KEY_TYPE_RULE
 
 
@@ -84,12 +85,14 @@ placement (partitioner, shard_count, key_type, layout).
               "attributably instead of holding its requests.")
 @click.option("--max-body", "max_body_bytes", type=click.IntRange(1, 1 << 20), default=4096,
               show_default=True, help="Largest message body in bytes (413 above).")
-@click.option("--split", type=click.IntRange(0, 64), default=1, show_default=True,
+@click.option("--split", type=click.IntRange(1, MAX_SPLIT_BUCKETS), default=1,
+              show_default=True,
               help="Mitigation: split each hot channel over S time-bucket sub-partitions on "
-              "different shards (1: off; 0 is taken as 1).")
+              "different shards (1: off).")
 @click.option("--split-bucket", type=Seconds(), default=1.0, show_default=True,
               help="Length of one time bucket of a split channel.")
-@click.option("--replicas", type=click.IntRange(1, 9), default=1, show_default=True,
+@click.option("--replicas", type=click.IntRange(1, MAX_SERVICE_REPLICAS), default=1,
+              show_default=True,
               help="Mitigation: hot channels' reads spread over R read nodes per shard, the "
               "primary included (1: no replica; R - 1 read-only replica workers), as in "
               "predict and simulate.")
@@ -167,7 +170,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
         partitioner, shards, shards_given=shards_given, store=store, key_type=key_type,
         num_tokens=num_tokens, ring_seed=ring_seed, ring_file=ring_file, slots_map=slots_map,
         map_file=map_file, chunks_file=chunks_file, routing_shards=routing_shards)
-    mitigations = Mitigations(split_into=max(split, 1),
+    mitigations = Mitigations(split_into=split,
                               split_bucket_ms=max(1, round(split_bucket * 1000)),
                               replicas=replicas, cache_ttl_s=cache_ttl or 0.0,
                               coalesce=coalesce, channels=hot_channels, hot_share=hot_share)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hotshard.errors import InputError
+from hotshard.mitigations import MAX_CACHE_TTL_S
 from hotshard.service import httpguard
 from hotshard.service.admin import ADMIN_TOKEN_ENV, AdminGuard, local_authority
 from hotshard.service.chat import ChatService
@@ -82,7 +83,7 @@ MITIGATIONS_SCHEMA = {
         "split_bucket_ms": {"type": "integer", "minimum": 1},
         "replicas": {"type": "integer", "minimum": 1, "maximum": MAX_REPLICAS,
                      "description": "read nodes per shard, the primary included (1: none)"},
-        "cache_ttl_s": {"type": "number", "minimum": 0, "maximum": 3600},
+        "cache_ttl_s": {"type": "number", "minimum": 0, "maximum": MAX_CACHE_TTL_S},
         "coalesce": {"type": "boolean"},
         "channels": {"oneOf": [{"type": "string", "enum": ["hot"]},
                                {"type": "array", "items": {"type": "string",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hotshard.errors import InputError
-from hotshard.mitigations import Mitigations
+from hotshard.mitigations import MAX_SERVICE_REPLICAS, MAX_SPLIT_BUCKETS, Mitigations
 from hotshard.service.router import check_channel
 
 __all__ = ["MAX_BUCKETS", "MAX_REPLICAS", "SERVICE_FIELDS", "for_service", "updated"]
@@ -19,10 +19,9 @@ __all__ = ["MAX_BUCKETS", "MAX_REPLICAS", "SERVICE_FIELDS", "for_service", "upda
 # the fields the service runs (a split targets channels, not a top K; its cache is real)
 SERVICE_FIELDS = ("split_into", "split_bucket_ms", "replicas", "cache_ttl_s", "coalesce",
                   "channels", "hot_share")
-# read nodes per shard: the primary and up to 8 read-only replica workers
-MAX_REPLICAS = 9
-# time-bucket sub-partitions of one split channel
-MAX_BUCKETS = 64
+# the limits are the mitigations' own (one definition: ``hotshard.mitigations``)
+MAX_REPLICAS = MAX_SERVICE_REPLICAS
+MAX_BUCKETS = MAX_SPLIT_BUCKETS
 
 
 def for_service(mitigations: Mitigations) -> Mitigations:
