@@ -22,7 +22,25 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from hotshard.errors import FitError, HotshardError, InputError
+from hotshard.errors import (
+    FetchError,
+    FitError,
+    HeaderLineError,
+    HotshardError,
+    InputError,
+    LoadError,
+    NodeLoading,
+    NodeUnreachable,
+    ObservationsError,
+    ProfileError,
+    ProtocolError,
+    RespError,
+    ShardError,
+    ShardFailure,
+    ShardTimeout,
+    ShardUnavailable,
+    TransportError,
+)
 
 __version__ = "0.1.0"
 
@@ -39,9 +57,12 @@ _LAZY = {
     "diagnose": "hotshard.diagnose",  # the subpackage, callable: see its docstring
 }
 
-__all__ = ["FitError", "HotshardError", "InputError", "Observations", "Profile",
-           "__version__", "count_profile", "diagnose", "from_profile", "make_partitioner",
-           "partitioner_for", "predict", "simulate"]
+__all__ = ["FetchError", "FitError", "HeaderLineError", "HotshardError", "InputError",
+           "LoadError", "NodeLoading", "NodeUnreachable", "Observations", "ObservationsError",
+           "Profile", "ProfileError", "ProtocolError", "RespError", "ShardError", "ShardFailure",
+           "ShardTimeout", "ShardUnavailable", "TransportError", "__version__", "count_profile",
+           "diagnose", "from_profile", "make_partitioner", "partitioner_for", "predict",
+           "simulate"]
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from hotshard.errors import InputError
+from hotshard.errors import FetchError
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_JSON_DEPTH", "Answer", "FetchError", "fetch",
            "json_depth_ok", "loads_bounded"]
@@ -32,16 +32,6 @@ __all__ = ["DEFAULT_MAX_BYTES", "MAX_JSON_DEPTH", "Answer", "FetchError", "fetch
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 _CHUNK = 64 * 1024
-
-
-class FetchError(InputError):
-    """The server could not be read within the bounds: unreachable, too slow, too large, a
-    redirect, or not HTTP. ``kind``: unreachable, deadline, size, redirect, protocol."""
-
-    def __init__(self, message: str, kind: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.reason = reason or message
 
 
 @dataclass(frozen=True)
@@ -97,7 +87,8 @@ def fetch(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES,
             if length is not None and length.strip().isdigit() and int(length) > max_bytes:
                 raise FetchError(f"{_host(parts)} answered {int(length):,} bytes, more than "
                                  f"the {max_bytes:,} read", "size")
-            body = bytearray()
+            chunks: list[bytes] = []   # joined once whole: no growing buffer's copies
+            held = 0
             while True:
                 if time.monotonic() > deadline:
                     raise FetchError(f"{_host(parts)} did not finish answering within "
@@ -106,14 +97,18 @@ def fetch(url: str, *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES,
                     response.read(_CHUNK)
                 if not chunk:
                     break
-                body += chunk
-                if len(body) > max_bytes:
+                held += len(chunk)
+                if held > max_bytes:
+                    chunks.clear()
                     raise FetchError(f"{_host(parts)} answered more than the {max_bytes:,} "
                                      "bytes read", "size")
+                chunks.append(chunk)
+            body = b"".join(chunks)
+            chunks.clear()
             if expired.is_set():
                 raise FetchError(f"{_host(parts)} did not finish answering within "
                                  f"{timeout:g} s", "deadline")
-            return Answer(status, bytes(body))
+            return Answer(status, body)
         except FetchError:
             raise
         except (http.client.HTTPException, ValueError) as e:

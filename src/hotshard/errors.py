@@ -15,9 +15,10 @@ imports keep working. Control-flow signals that are not errors (the CLI's ``Term
 from __future__ import annotations
 
 __all__ = [
-    "FitError", "HeaderLineError", "HotshardError", "InputError", "LoadError", "NodeLoading",
-    "NodeUnreachable", "ObservationsError", "ProfileError", "ProtocolError", "RespError",
-    "ShardError", "ShardTimeout", "ShardUnavailable", "TransportError",
+    "FetchError", "FitError", "HeaderLineError", "HotshardError", "InputError", "LoadError",
+    "NodeLoading", "NodeUnreachable", "ObservationsError", "ProfileError", "ProtocolError",
+    "RespError", "ShardError", "ShardFailure", "ShardTimeout", "ShardUnavailable",
+    "TransportError",
 ]
 
 
@@ -56,39 +57,40 @@ class ObservationsError(HotshardError, ValueError):
 
 # -- the reference service ----------------------------------------------------------------------
 
-class ShardUnavailable(HotshardError, ConnectionError):
+class ShardFailure(HotshardError, RuntimeError):
+    """A request a shard did not carry out (the gateway's 5xx): ``shard`` says which, when
+    known (the ``X-Shard`` of the answer); ``outcome_unknown``, whether it may have been
+    carried out all the same (a write handed over before the failure)."""
+
+    outcome_unknown = False
+
+    def __init__(self, message: str, *, shard: int | None = None) -> None:
+        super().__init__(message)
+        self.shard = shard
+
+
+class ShardUnavailable(ShardFailure, ConnectionError):
     """A shard's worker is down or restarting; try again after ``retry_after`` seconds.
-    ``shard``: which shard, when known (the gateway's ``X-Shard`` on its 503).
-    ``outcome_unknown``: the request had been handed to the shard when its connection
-    broke, so a write may have been stored (retried blindly, it could be stored twice)."""
+    ``outcome_unknown``: the request had been handed to the shard when its connection broke,
+    so a write may have been stored (retried blindly, it could be stored twice)."""
 
     def __init__(self, message: str, *, retry_after: float = 1.0,
                  shard: int | None = None, outcome_unknown: bool = False) -> None:
-        super().__init__(message)
+        super().__init__(message, shard=shard)
         self.retry_after = retry_after
-        self.shard = shard
         self.outcome_unknown = outcome_unknown
 
 
-class ShardTimeout(HotshardError, TimeoutError):
+class ShardTimeout(ShardFailure, TimeoutError):
     """A shard did not answer in time (a frozen or overloaded worker): the gateway's 504.
-    ``shard``: which shard, when known. The request was handed to the shard, which may still
-    carry it out: a write's outcome is unknown (``outcome_unknown``)."""
+    The request was handed to the shard, which may still carry it out: a write's outcome is
+    unknown."""
 
     outcome_unknown = True
 
-    def __init__(self, message: str, *, shard: int | None = None) -> None:
-        super().__init__(message)
-        self.shard = shard
 
-
-class ShardError(HotshardError, RuntimeError):
-    """A shard failed a request for a reason that is not the client's (storage, a bug).
-    ``shard``: which shard, when known."""
-
-    def __init__(self, message: str, *, shard: int | None = None) -> None:
-        super().__init__(message)
-        self.shard = shard
+class ShardError(ShardFailure, RuntimeError):
+    """A shard failed a request for a reason that is not the client's (storage, a bug)."""
 
 
 class ProtocolError(HotshardError, ValueError):
@@ -124,6 +126,17 @@ class RespError(HotshardError, ConnectionError):
         super().__init__(kind if node is None else f"{kind} ({node})")
         self.kind = kind
         self.node = node
+
+
+class FetchError(InputError):
+    """A server hotshard reads evidence from could not be read within the bounds
+    (``_http.fetch``). ``kind``: unreachable, deadline, size, redirect or protocol;
+    ``reason``: the cause alone, for a caller that words the message itself."""
+
+    def __init__(self, message: str, kind: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.reason = reason or message
 
 
 class NodeUnreachable(InputError):

@@ -109,6 +109,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
                                             "store it): retry with the same "
                                             "Idempotency-Key."}}
 CHANNEL_PATH = re.compile(r"^/channels/([^/]+)/messages/?$")
+# hotshard's errors and the status each is answered with, most specific first
+ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (InputError, 400), (ShardUnavailable, 503), (ShardTimeout, 504), (ShardError, 500))
 # what a 503/504 to a write handed to its shard adds: the client cannot know it failed
 UNKNOWN_OUTCOME = ("the write may have been stored (its outcome is unknown): retry it with the "
                    "same Idempotency-Key to store it once, or read the channel to see")
@@ -262,31 +265,24 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
             headers["X-Shard"] = where
         return _error(status, message, headers)
 
-    @app.exception_handler(InputError)
-    async def bad_input(request: Request, exc: InputError) -> JSONResponse:
-        return failed(request, exc, 400, str(exc))
+    async def hotshard_error(request: Request, exc: Exception) -> JSONResponse:
+        """The one mapping of hotshard's errors to answers (``ERROR_STATUS``): a write
+        handed to its shard before a 503/504 says its outcome is unknown and carries no
+        Retry-After (a blind retry may store it twice); other 503s say when to retry."""
+        status = next(code for kind, code in ERROR_STATUS if isinstance(exc, kind))
+        if status in (503, 504) and unknown_write(request, exc):
+            return failed(request, exc, status, f"{exc}; {UNKNOWN_OUTCOME}")
+        headers = ({"Retry-After": str(max(1, round(exc.retry_after)))}
+                   if isinstance(exc, ShardUnavailable) else None)
+        return failed(request, exc, status, str(exc), headers)
 
     def unknown_write(request: Request, exc: Exception) -> bool:
         """A write handed to its shard before the failure: it may have been stored."""
         return request.method == "POST" and bool(getattr(exc, "outcome_unknown", False)) \
             and CHANNEL_PATH.match(request.url.path) is not None
 
-    @app.exception_handler(ShardUnavailable)
-    async def unavailable(request: Request, exc: ShardUnavailable) -> JSONResponse:
-        if unknown_write(request, exc):   # no Retry-After: a blind retry may store it twice
-            return failed(request, exc, 503, f"{exc}; {UNKNOWN_OUTCOME}")
-        return failed(request, exc, 503, str(exc),
-                      {"Retry-After": str(max(1, round(exc.retry_after)))})
-
-    @app.exception_handler(ShardTimeout)
-    async def timed_out(request: Request, exc: ShardTimeout) -> JSONResponse:
-        if unknown_write(request, exc):
-            return failed(request, exc, 504, f"{exc}; {UNKNOWN_OUTCOME}")
-        return failed(request, exc, 504, str(exc))
-
-    @app.exception_handler(ShardError)
-    async def shard_failed(request: Request, exc: ShardError) -> JSONResponse:
-        return failed(request, exc, 500, str(exc))
+    for kind, _ in ERROR_STATUS:
+        app.add_exception_handler(kind, hotshard_error)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
