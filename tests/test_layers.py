@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "hotshard"
 
 # bottom to top; a package may import its own layer (one way) and any layer below it
 LAYERS = [
-    {"errors", "observations", "mitigations", "_atomic", "_files", "_format", "_threads",
+    {"errors", "observations", "mitigations", "_atomic", "_files", "_format", "_http", "_threads",
      "_validate"},
     {"profile"},
     {"shards", "workload", "detect"},
@@ -109,11 +109,58 @@ def test_no_import_runs_up_the_layers():
     assert not upward, "imports against docs/ARCHITECTURE.md's layers:\n" + "\n".join(upward)
 
 
-def test_no_two_packages_import_each_other():
+def _cycles(edges: dict[tuple[str, str], str]) -> list[list[str]]:
+    """Every strongly connected group of two or more packages (Tarjan): a cycle of any
+    length, not only a pair importing each other."""
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+        graph.setdefault(b, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_no_packages_import_each_other_in_a_cycle():
     edges = _edges()
-    mutual = [f"{edges[(a, b)]} and {edges[(b, a)]}" for (a, b) in edges
-              if (b, a) in edges and a < b]
-    assert not mutual, "packages importing each other:\n" + "\n".join(mutual)
+    groups = _cycles(edges)
+    detail = [", ".join(f"{edges[(a, b)]} ({a} -> {b})" for (a, b) in edges
+                        if a in g and b in g) for g in groups]
+    assert not groups, "packages in an import cycle:\n" + "\n".join(detail)
+
+
+def test_the_cycle_check_sees_a_cycle_of_three():
+    edges = {("a", "b"): "x", ("b", "c"): "y", ("c", "a"): "z", ("c", "d"): "w"}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({("a", "b"): "x", ("b", "c"): "y"}) == []
 
 
 @pytest.mark.parametrize(("source", "target"), [

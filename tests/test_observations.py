@@ -23,8 +23,8 @@ from hotshard.observations import (
     salvage,
 )
 
-# The example of DESIGN.md "Observations format", comments dropped and the "open | closed | null"
-# placeholder given a real value.
+# The example the observations format was designed from (every field, with its placeholders),
+# the "open | closed | null" placeholder given a real value.
 DESIGN_EXAMPLE = {
     "format": "hotshard.observations/1",
     "label": "production | load test | simulation | ...",

@@ -1,6 +1,7 @@
-"""The one error hierarchy of hotshard: every exception class the package raises is here.
+"""The one error hierarchy of hotshard: every exception class the package defines is here.
 
-Every user mistake (missing file, bad value, malformed input) raises a ``HotshardError``; the CLI
+Every user mistake (missing file, bad value, malformed input) raises a ``HotshardError`` (a
+library caller may also meet Python's own errors for a wrong argument type); the CLI
 turns it into one line ``hotshard: error: ...`` and exit status 2. Subclasses also inherit the
 nearest builtin so library callers can catch them the usual way (``except ValueError`` around a
 profile load, ``except ConnectionError`` around a request).

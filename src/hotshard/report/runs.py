@@ -3,7 +3,7 @@
 Which run is production, which the load test and which carry mitigations; each run's per-shard
 load (share of requests, else CPU) with the band uniform keys could produce; the profile's
 predicted per-shard share beside uniform keys'; each run's hottest and median shard CPU and p99.
-Plain data, no matplotlib and no HTML (STYLE.md: calculation apart from output).
+Plain data, no matplotlib and no HTML: calculation apart from output (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
