@@ -113,9 +113,9 @@ def need_shard_count(partitioner: str, shards: int | None, layout: dict) -> None
     file. (``partitioner_for`` checks the same in the library's words.)"""
     if partitioner == "map" and not layout.get("map_file"):
         raise click.UsageError("--partitioner map needs --map FILE (key,shard lines)")
-    from hotshard.shards import LAYOUT_FILE
+    from hotshard.shards import LAYOUT_OPTION
 
-    if shards is None and not layout.get(LAYOUT_FILE.get(partitioner, "")):
+    if shards is None and not layout.get(LAYOUT_OPTION.get(partitioner, "")):
         raise click.UsageError(f"say how many shards: --shards N (the {partitioner} "
                                "partitioner needs it)")
 

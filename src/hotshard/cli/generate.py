@@ -159,9 +159,9 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
     prof = Profile.load(args[0]) if args else None
     follow = None
     if follow_name:
-        from hotshard.shards.partitioners import recorded_partitioner
+        from hotshard.shards.partitioners import partitioner_from_placement
 
-        follow = recorded_partitioner(prof.placement, follow_name, follow_shards)
+        follow = partitioner_from_placement(prof.placement, follow_name, follow_shards)
     plan = plan_workload(
         profile=prof, dist=dist, events=events, seed=seed,
         rate=rate, duration=duration, keys=keys, key_scaling=key_scaling or "dilute",

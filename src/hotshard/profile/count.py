@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from hotshard.errors import FitError, InputError
-from hotshard.profile.counting import (
+from hotshard.profile.document import KeyDistribution, Profile, bin_tail
+from hotshard.profile.engine_io import (
     CountSpec,
     Progress,
     RawCounts,
     RawDist,
 )
-from hotshard.profile.document import KeyDistribution, Profile, bin_tail
 
 __all__ = ["ENGINES", "build_profile", "count_keys", "count_profile", "input_columns",
            "key_column_is_integer", "resolve_inputs", "starts_with"]

@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from hotshard.shards.predict import Prediction
 
 __all__ = ["Layout", "Roles", "RunSummary", "ShardLoad", "assign_roles", "mitigations_of",
-           "names_production",
-           "observed_load", "predicted_loads", "recorded_partitioner", "resolve_layout",
-           "run_summary"]
+           "names_production", "observed_load", "predicted_loads", "resolve_layout",
+           "run_summary", "runs_partitioner"]
 
 _MITIGATED_LABEL = re.compile(r"mitigat|\bfix", re.IGNORECASE)
 
@@ -285,7 +284,7 @@ class Layout:
         return f"{self.partitioner}, {self.n_shards} shards, {self.key_type} keys"
 
 
-def recorded_partitioner(observations: Sequence[Observations]) -> str | None:
+def runs_partitioner(observations: Sequence[Observations]) -> str | None:
     """The partitioner recorded by the first run that names one
     (``Observations.recorded_partitioner``)."""
     return next((name for obs in observations
@@ -315,7 +314,7 @@ def resolve_layout(observations: Sequence[Observations], profile: Profile, *,
     """
     from hotshard.shards import PARTITIONERS, resolve_key_type
 
-    name = partitioner or recorded_partitioner(observations)
+    name = partitioner or runs_partitioner(observations)
     if name is None:
         return None, ("no partitioner named and no run records one, so the profile's per-shard "
                       "load is not predicted; name the store's partitioner")

@@ -16,7 +16,7 @@ import numpy as np
 
 from hotshard.errors import InputError
 from hotshard.shards import (
-    LAYOUT_FILE,
+    LAYOUT_OPTION,
     PARTITIONERS,
     TEXT_KEYED,
     keys_look_integer,
@@ -128,6 +128,6 @@ class Router:
         """The placement, as /stats and the data directory's layout record show it."""
         if getattr(self, "live_map", False):
             return {"partitioner": self.name, "shards": self.shards, "layout": "live slot map"}
-        files = {LAYOUT_FILE[self.name]: self.layout[LAYOUT_FILE[self.name]]} \
-            if self.name in LAYOUT_FILE and LAYOUT_FILE[self.name] in self.layout else {}
+        files = {LAYOUT_OPTION[self.name]: self.layout[LAYOUT_OPTION[self.name]]} \
+            if self.name in LAYOUT_OPTION and LAYOUT_OPTION[self.name] in self.layout else {}
         return {"partitioner": self.name, "shards": self.shards, **files}

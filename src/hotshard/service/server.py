@@ -45,7 +45,7 @@ from hotshard.service.chat import (
 from hotshard.service.mitigations import for_service
 from hotshard.service.router import DEFAULT_PARTITIONER, Router
 
-__all__ = ["LAYOUT_FILES", "LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig",
+__all__ = ["LAYOUT_FILE_OPTIONS", "LAYOUT_RECORD", "Listening", "LoadInterrupted", "ServeConfig",
            "open_data_dir", "placement", "running_service", "serve", "stored_messages"]
 
 LAYOUT_RECORD = "hotshard-serve.json"
@@ -56,7 +56,7 @@ _OURS = re.compile(r"^(shard-\d{3}\.(sqlite3(-wal|-shm|-journal)?|log)|splits\.j
 
 
 # Layout options naming a file that says how many shards there are.
-LAYOUT_FILES = ("ring_file", "slots_map", "map_file", "chunks_file")
+LAYOUT_FILE_OPTIONS = ("ring_file", "slots_map", "map_file", "chunks_file")
 
 
 def placement(partitioner: str, shards: int | None, *, shards_given: bool = True,
@@ -66,12 +66,12 @@ def placement(partitioner: str, shards: int | None, *, shards_given: bool = True
     """(partitioner, shard count, layout) of a service, as ``ServeConfig`` takes them.
 
     A Redis Cluster ``store`` places channels by its live slot map: partitioner
-    ``redis-cluster``, the count from the cluster. A layout file (``LAYOUT_FILES``) gives the
+    ``redis-cluster``, the count from the cluster. A layout file (``LAYOUT_FILE_OPTIONS``) gives the
     count itself, so a default ``shards`` (``shards_given`` False) is dropped rather than
     checked against it; a count the user gave is checked against the file when the router is
     built. Cassandra's token options apply to cassandra only.
     """
-    unknown = sorted(set(files) - {*LAYOUT_FILES, "routing_shards"})
+    unknown = sorted(set(files) - {*LAYOUT_FILE_OPTIONS, "routing_shards"})
     if unknown:
         raise TypeError(f"not layout options: {', '.join(unknown)}")
     if store is not None:
@@ -80,7 +80,7 @@ def placement(partitioner: str, shards: int | None, *, shards_given: bool = True
     if partitioner == "cassandra":
         layout.update({k: v for k, v in (("num_tokens", num_tokens), ("ring_seed", ring_seed))
                        if v is not None})
-    if any(k in layout for k in LAYOUT_FILES) and not shards_given:
+    if any(k in layout for k in LAYOUT_FILE_OPTIONS) and not shards_given:
         shards = None
     if key_type:
         layout["key_type"] = key_type

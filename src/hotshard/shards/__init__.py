@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hotshard.profile import keys_look_integer
 
-__all__ = ["KEY_TYPE_RULE", "LAYOUT_FILE", "PARTITIONERS", "TEXT_KEYED", "keys_look_integer",
+__all__ = ["KEY_TYPE_RULE", "LAYOUT_OPTION", "PARTITIONERS", "TEXT_KEYED", "keys_look_integer",
            "resolve_key_type"]
 
 PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb", "jump",
@@ -16,8 +16,8 @@ PARTITIONERS = ("redis-cluster", "cassandra", "kafka", "elasticsearch", "mongodb
 
 # Stores whose layout (and so shard count) can come from a file: store -> make_partitioner's
 # parameter naming that file.
-LAYOUT_FILE = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
-               "mongodb": "chunks_file"}
+LAYOUT_OPTION = {"map": "map_file", "redis-cluster": "slots_map", "cassandra": "ring_file",
+                 "mongodb": "chunks_file"}
 
 # Stores that hash the key's bytes as a string whatever its type in the data.
 TEXT_KEYED = ("redis-cluster", "elasticsearch", "ketama")

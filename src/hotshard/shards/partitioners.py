@@ -854,7 +854,7 @@ def stand_in_keys(names: Sequence[str], shards: Sequence[int], partitioner: Part
     return [str(o) for o in out]
 
 
-def recorded_partitioner(placement: dict, name: str, shards: int) -> Partitioner:
+def partitioner_from_placement(placement: dict, name: str, shards: int) -> Partitioner:
     """The partitioner a profile's ``placement`` recorded as ``name`` with ``shards`` shards.
 
     Raises

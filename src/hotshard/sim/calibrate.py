@@ -42,8 +42,8 @@ from hotshard.observations import Observations, ShardObservation
 if TYPE_CHECKING:
     from hotshard.sim.scenarios import Prepared
 
-__all__ = ["Calibration", "Comparison", "ShardComparison", "calibrate", "compare", "predict_like",
-           "replay"]
+__all__ = ["Calibration", "ReplayComparison", "ShardComparison", "calibrate", "compare",
+           "predict_like", "replay", "run_detection", "run_events", "run_mitigations"]
 
 _Z99 = 2.3263478740408408   # the standard normal's 99th percentile
 _MAX_SIGMA = 2.0             # p99 / mean = exp(2 z99 - 2) ~ 14.2
@@ -522,7 +522,7 @@ class ShardComparison:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ReplayComparison:
     """Predicted against measured, shard by shard, with the overall error."""
 
     rows: tuple[ShardComparison, ...]
@@ -554,7 +554,7 @@ def _shard_order(shards: tuple[ShardObservation, ...]) -> list[ShardObservation]
     return sorted(shards, key=key)
 
 
-def compare(measured: Observations, predicted: Observations) -> Comparison:
+def compare(measured: Observations, predicted: Observations) -> ReplayComparison:
     """Shard i of the prediction against the i-th measured shard in the store's order."""
     mine = _shard_order(measured.shards)
     theirs = sorted(predicted.shards, key=lambda s: int(s.id) if s.id.isdigit() else 0)
@@ -565,4 +565,4 @@ def compare(measured: Observations, predicted: Observations) -> Comparison:
                                  measured_p50_ms=m.p50_ms, predicted_p50_ms=p.p50_ms,
                                  measured_p99_ms=m.p99_ms, predicted_p99_ms=p.p99_ms)
                  for m, p in zip(mine, theirs, strict=True))
-    return Comparison(rows)
+    return ReplayComparison(rows)

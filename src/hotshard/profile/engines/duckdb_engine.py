@@ -8,7 +8,7 @@ import tempfile
 import numpy as np
 
 from hotshard.errors import HotshardError, InputError
-from hotshard.profile.counting import (
+from hotshard.profile.engine_io import (
     MAX_COUNT,
     SIZE_QUANTILES,
     CountSpec,

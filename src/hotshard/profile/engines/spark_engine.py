@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from hotshard.errors import InputError
-from hotshard.profile.counting import (
+from hotshard.profile.engine_io import (
     MAX_COUNT,
     SIZE_QUANTILES,
     CountSpec,
