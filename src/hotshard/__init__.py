@@ -7,7 +7,7 @@ The library's front door, in the order of the loop (docs/ARCHITECTURE.md)::
     profile = hotshard.count_profile(["events.parquet"], key="channel_id")   # counts only
     sampler = hotshard.from_profile(profile)                # keys with production's skew
     kafka = hotshard.partitioner_for("kafka", 64, integer_keys=profile.integer_keys)
-    prediction = hotshard.predict(profile, kafka, rps=3000) # the hot shard, exactly
+    prediction = hotshard.predict(profile, kafka, rps=3000, capacity=400)  # the hot shard
     run = hotshard.simulate(sampler, rps=3000, duration=600)  # latency and CPU per shard
     verdict = hotshard.diagnose(hotshard.Observations.load("prod.json"))
 
