@@ -8,6 +8,7 @@ S / (1 - rho), its p99 ln(100) times that.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -184,8 +185,8 @@ def test_the_lag_warning_fires_from_a_material_share_and_says_how_much():
 
 
 def test_observations_record_the_machine_and_the_verdict():
-    result = _recorded(latency_s=0.05, lag_s=0.001)
-    result.host_cpu = {"busy": 0.42, "cores": 2}
+    result = dataclasses.replace(_recorded(latency_s=0.05, lag_s=0.001),
+                                 host_cpu={"busy": 0.42, "cores": 2})
     obs = to_observations(result, "load test")
     assert obs.extra["drive"]["host_cpu"] == {"busy": 0.42, "cores": 2}
     assert obs.extra["latency_bound"]["verdict"] == "unknown"  # no /stats: no shard CPU

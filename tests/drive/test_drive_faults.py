@@ -7,6 +7,7 @@ The targets are real processes on loopback (tests/drive/_servers.py): one that e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -150,8 +151,7 @@ def test_the_error_share_counts_drops_and_requests_never_answered():
     assert run_is_valid(error_block(_result(rec, 99, max_error_rate=0.05)))
     assert not run_is_valid(error_block(_result(Recorder(), 0)))  # nothing sent: no run
     # a run stopped by the user: requests still out after the grace period failed too
-    stopped = _result(rec, 99, max_error_rate=0.02)
-    stopped.interrupted = True
+    stopped = dataclasses.replace(_result(rec, 99, max_error_rate=0.02), interrupted=True)
     block = error_block(stopped)
     assert (block["attempted"], block["unfinished"]) == (100, 2) and not run_is_valid(block)
 

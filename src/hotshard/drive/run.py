@@ -18,7 +18,7 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hotshard.drive.bound import cpu_times, host_cpu
@@ -172,7 +172,7 @@ def _profile_arrivals(keys: str) -> Any:
     return _ARRIVAL_MODELS[keys]
 
 
-@dataclass
+@dataclass(frozen=True)
 class DriveResult:
     """A finished (or interrupted) run: the merged recorder and what the run was."""
 
@@ -184,7 +184,7 @@ class DriveResult:
     key_generator: str
     interrupted: bool = False
     server_stats: tuple[dict | None, dict | None] = (None, None)
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     key_order: str = "irm"     # the keys' order: locality (a profile's) or irm
     host_cpu: dict | None = None  # the driver's machine's CPU over the run (bound.host_cpu)
     # the target's per-shard CPU seconds read every window during the run (series.CpuSample)
