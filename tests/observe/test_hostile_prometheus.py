@@ -58,6 +58,8 @@ def _vector(values):
         {"metric": {"shard": str(i)}, "value": [1060, v]} for i, v in enumerate(values)]}}
 
 
+# timing: its subject is a deadline (--timeout plus a second), asserted on the wall clock
+@pytest.mark.timing
 def test_a_trickling_server_ends_within_the_timeout(tmp_path):
     def trickle(req):
         req.send_response(200)
