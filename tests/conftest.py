@@ -145,3 +145,21 @@ def _heaviest_files_first(items) -> None:
     order = [path for turn in zip_longest(*turns) for path in turn if path is not None]
     rank = {path: k for k, path in enumerate(order)}
     items.sort(key=lambda item: rank.get(item.path, len(order)))
+
+
+_PEAK_OF_CHILD = ("import resource, subprocess, sys; "
+                  "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+                  "stderr=subprocess.PIPE, text=True); "
+                  "sys.stderr.write(p.stderr); "
+                  "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def peak_rss_mb(*args: str) -> tuple[int, float, str]:
+    """(exit status, peak RSS in MB, stderr) of `python -m hotshard ARGS`, run from a small
+    process of its own: a child forked from this (large) test process would count this
+    process's pages in its peak (ru_maxrss survives fork and exec)."""
+    res = subprocess.run([sys.executable, "-c", _PEAK_OF_CHILD, sys.executable, "-m",
+                          "hotshard", *args], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600)
+    code, kb = res.stdout.split()[-2:]
+    return int(code), int(kb) / 1024, res.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, peak_rss_mb, run_cli
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DEEP_OBJECT = '{"format": "hotshard.observations/1", "label": "x", "extra": ' \
@@ -64,19 +64,6 @@ def test_a_dashboard_csv_with_absurd_numbers_is_one_line(tmp_path, cell, said):
     assert said in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
-def _peak_rss_mb(*argv) -> tuple[int, float, str]:
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "hotshard", *argv], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    err = proc.stderr.read()
-    proc.stderr.close()
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, err
-
-
 def test_large_exports_are_read_as_they_come(tmp_path):
     """A 50 MB Locust history and a 50 MB dashboard CSV: read row by row, far below their
     size held as Python rows (1.25 GB and 1.8 GB before)."""
@@ -93,7 +80,7 @@ def test_large_exports_are_read_as_they_come(tmp_path):
         f.write(header)
         for i in range(50 * 1024 * 1024 // len(line)):
             f.write(line.replace("1700000000", str(1700000000 + i), 1))
-    code, rss, err = _peak_rss_mb("observe", "locust", str(tmp_path / "run"))
+    code, rss, err = peak_rss_mb("observe", "locust", str(tmp_path / "run"))
     assert code == 0, err
     assert rss < 250, rss
     with open(tmp_path / "cpu.csv", "w") as f:
@@ -101,7 +88,7 @@ def test_large_exports_are_read_as_they_come(tmp_path):
         row = ",".join(["0.5"] * 20) + "\n"
         for i in range(50 * 1024 * 1024 // (len(row) + 14)):
             f.write(f"{1700000000000 + i * 1000},{row}")
-    code, rss, err = _peak_rss_mb("observe", "csv", f"cpu={tmp_path / 'cpu.csv'}")
+    code, rss, err = peak_rss_mb("observe", "csv", f"cpu={tmp_path / 'cpu.csv'}")
     assert code == 0, err
     assert rss < 400, rss
 

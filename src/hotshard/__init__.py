@@ -27,6 +27,7 @@ from hotshard.errors import (
     FitError,
     HeaderLineError,
     HotshardError,
+    IdempotencyConflict,
     InputError,
     LoadError,
     NodeLoading,
@@ -57,7 +58,8 @@ _LAZY = {
     "diagnose": "hotshard.diagnose",  # the subpackage, callable: see its docstring
 }
 
-__all__ = ["FetchError", "FitError", "HeaderLineError", "HotshardError", "InputError",
+__all__ = ["FetchError", "FitError", "HeaderLineError", "HotshardError", "IdempotencyConflict",
+           "InputError",
            "LoadError", "NodeLoading", "NodeUnreachable", "Observations", "ObservationsError",
            "Profile", "ProfileError", "ProtocolError", "RespError", "ShardError", "ShardFailure",
            "ShardTimeout", "ShardUnavailable", "TransportError", "__version__", "count_profile",

@@ -16,7 +16,8 @@ imports keep working. Control-flow signals that are not errors (the CLI's ``Term
 from __future__ import annotations
 
 __all__ = [
-    "FetchError", "FitError", "HeaderLineError", "HotshardError", "InputError", "LoadError",
+    "FetchError", "FitError", "HeaderLineError", "HotshardError", "IdempotencyConflict",
+    "InputError", "LoadError",
     "NodeLoading", "NodeUnreachable", "ObservationsError", "ProfileError", "ProtocolError",
     "RespError", "ShardError", "ShardFailure", "ShardTimeout", "ShardUnavailable",
     "TransportError",
@@ -138,6 +139,11 @@ class FetchError(InputError):
         super().__init__(message)
         self.kind = kind
         self.reason = reason or message
+
+
+class IdempotencyConflict(InputError):
+    """A write's idempotency key was used for another message (another channel, user or
+    body): not a retry. The gateway's 409."""
 
 
 class NodeUnreachable(InputError):

@@ -44,7 +44,7 @@ CASES = [
     (lambda d: d.update(sizes={"quantiles": {"half": 10}}), "named by a probability"),
     (lambda d: d.update(rate={"mean_rps": "fast"}), "rate.mean_rps must be a number"),
     (lambda d: d.update(rate={"p99_rps": 5}), "rate.mean_rps is missing"),
-    (lambda d: d.update(rate={"mean_rps": 50, "peak_rps": 10}), "exceeds rate.peak_rps"),
+    (lambda d: d.update(rate={"mean_rps": 0, "peak_rps": 10}), "rate.mean_rps must be > 0"),
     (lambda d: d["head"]["keys"].__setitem__(0, "9" * 40), "integer beyond 64 bits"),
 ]
 

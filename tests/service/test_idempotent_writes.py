@@ -13,7 +13,7 @@ import uuid
 import httpx
 import pytest
 
-from hotshard.errors import InputError
+from hotshard.errors import IdempotencyConflict, InputError
 from hotshard.service.store import SQLiteStore
 from tests.service._traffic import serve
 
@@ -25,9 +25,9 @@ def test_the_store_keeps_a_keyed_write_once(tmp_path):
         other = store.append("c1", "ann", "hello", idempotency_key="k-2")
         plain = store.append("c1", "ann", "hello")
         assert again == first and len({first, other, plain}) == 3
-        with pytest.raises(InputError, match="used for another message"):
+        with pytest.raises(IdempotencyConflict, match="used for another message"):
             store.append("c1", "ann", "changed", idempotency_key="k-1")
-        with pytest.raises(InputError, match="used for another message"):
+        with pytest.raises(IdempotencyConflict, match="used for another message"):
             store.append("c2", "ann", "hello", idempotency_key="k-1")
         with pytest.raises(InputError, match="1 to 200 visible ASCII"):
             store.append("c1", "ann", "x", idempotency_key="has space")
@@ -83,3 +83,8 @@ def test_retried_writes_to_a_stopped_worker_are_stored_exactly_once(tmp_path):
             mine = sorted(b for k, (c, b) in sent.items() if c == channel)
             assert sorted(bodies) == mine, (channel, bodies, mine)
         assert len(acked) == 20
+        # a key used again for another message is not a retry: 409, nothing stored
+        key, (channel, _) = next(iter(sent.items()))
+        r = httpx.post(f"{svc.url}/channels/{channel}/messages", headers={
+            "Idempotency-Key": key}, json={"user": "u", "body": "another"}, timeout=10)
+        assert r.status_code == 409 and "used for another message" in r.json()["error"]

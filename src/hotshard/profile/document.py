@@ -563,7 +563,8 @@ def _check_sizes(doc: Any) -> None:
 
 def _check_rate(doc: Any) -> None:
     """``rate``: requests per second (``mean_rps``, ``p99_rps``, ``peak_rps``) and the span
-    in ``seconds``, finite and >= 0, the mean > 0 and at most the peak."""
+    in ``seconds``, finite and >= 0, the mean > 0 (a hand-scaled profile may change the mean
+    alone: the peak is not held to it)."""
     _F.mapping(doc, "rate", "an object or null")
     values = {}
     for name in ("mean_rps", "p99_rps", "peak_rps", "seconds"):
@@ -574,9 +575,6 @@ def _check_rate(doc: Any) -> None:
                                           "null")
     if values["mean_rps"] <= 0:
         raise _F.fail("rate.mean_rps", f"must be > 0, got {_num(values['mean_rps'])}")
-    if "peak_rps" in values and values["mean_rps"] > values["peak_rps"] * (1 + 1e-9):
-        raise _F.fail("rate.mean_rps", f"({_num(values['mean_rps'])}) exceeds rate.peak_rps "
-                                       f"({_num(values['peak_rps'])})")
 
 
 def _close(a: float, b: float) -> bool:

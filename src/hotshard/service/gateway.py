@@ -28,7 +28,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hotshard.errors import InputError
+from hotshard.errors import IdempotencyConflict, InputError
 from hotshard.mitigations import MAX_CACHE_TTL_S
 from hotshard.service import httpguard
 from hotshard.service.admin import ADMIN_TOKEN_ENV, AdminGuard, local_authority
@@ -97,6 +97,8 @@ class ErrorOut(BaseModel):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut},
+    409: {"model": ErrorOut, "description": "The Idempotency-Key was used for another "
+                                            "message (not a retry of it)."},
     500: {"model": ErrorOut, "description": "The channel's shard failed the request."},
     503: {"model": ErrorOut, "description": "The channel's shard is restarting; see "
                                             "Retry-After. For a write already handed to the "
@@ -111,7 +113,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 CHANNEL_PATH = re.compile(r"^/channels/([^/]+)/messages/?$")
 # hotshard's errors and the status each is answered with, most specific first
 ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
-    (InputError, 400), (ShardUnavailable, 503), (ShardTimeout, 504), (ShardError, 500))
+    (IdempotencyConflict, 409), (InputError, 400), (ShardUnavailable, 503),
+    (ShardTimeout, 504), (ShardError, 500))
 # what a 503/504 to a write handed to its shard adds: the client cannot know it failed
 UNKNOWN_OUTCOME = ("the write may have been stored (its outcome is unknown): retry it with the "
                    "same Idempotency-Key to store it once, or read the channel to see")
@@ -312,7 +315,8 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     async def post_message(channel: Channel, message: Annotated[MessageIn, Body()],
                            response: Response,
                            idempotency_key: Annotated[str | None, Header(
-                               alias="Idempotency-Key", description=(
+                               alias="Idempotency-Key", pattern=r"^[\x21-\x7e]{1,200}$",
+                               description=(
                                    "A key of the client's for this write (1-200 visible "
                                    "ASCII characters, e.g. a UUID): a retry with the same "
                                    "key is stored once and answered with the first id, for "

@@ -24,7 +24,7 @@ import asyncio
 import time
 from typing import Any
 
-from hotshard.errors import InputError
+from hotshard.errors import IdempotencyConflict, InputError
 from hotshard.service.store import (
     IDEMPOTENCY_TTL_MS,
     NODE_BITS,
@@ -118,9 +118,9 @@ class _NodeClient:
         text = seen.decode() if isinstance(seen, bytes) else str(seen)
         had_digest, _, had_id = text.partition(":")
         if had_digest != digest:
-            raise InputError("this Idempotency-Key was used for another message: a retry "
-                             "must repeat its channel, user and body; a new message needs a "
-                             "new key")
+            raise IdempotencyConflict("this Idempotency-Key was used for another message: a "
+                                      "retry must repeat its channel, user and body; a new "
+                                      "message needs a new key")
         return int(had_id)
 
     async def call(self, op: str, args: dict[str, Any], *, timeout: float = 60.0

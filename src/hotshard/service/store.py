@@ -21,7 +21,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
-from hotshard.errors import InputError
+from hotshard.errors import IdempotencyConflict, InputError
 
 __all__ = ["DB_FILE_MODE", "DEFAULT_MAX_BODY_BYTES", "IDEMPOTENCY_TTL_MS", "MAX_CHANNEL_CHARS",
            "MAX_LIMIT", "MAX_NODE", "MAX_USER_CHARS", "Message", "NODE_BITS", "SEQUENCE_BITS",
@@ -331,9 +331,9 @@ class SQLiteStore:
                 if seen is not None:
                     db.execute("ROLLBACK")
                     if seen[0] != channel or seen[1] != digest:
-                        raise InputError("this Idempotency-Key was used for another message: "
-                                         "a retry must repeat its channel, user and body; "
-                                         "a new message needs a new key")
+                        raise IdempotencyConflict(
+                            "this Idempotency-Key was used for another message: a retry must "
+                            "repeat its channel, user and body; a new message needs a new key")
                     return int(seen[2])
                 message_id = self._insert(db, [row])[0]
                 db.execute("INSERT INTO writes (idem, channel, digest, id) VALUES (?, ?, ?, ?)",

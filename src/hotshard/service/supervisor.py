@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hotshard.errors import HotshardError, InputError, ShardError, ShardTimeout, ShardUnavailable
+from hotshard.errors import (
+    HotshardError,
+    IdempotencyConflict,
+    InputError,
+    ShardError,
+    ShardTimeout,
+    ShardUnavailable,
+)
 from hotshard.service.protocol import HEADER, ProtocolError, decode, encode, frame_length
 from hotshard.service.worker import RUNTIME_PREFIX
 
@@ -152,6 +159,8 @@ class ShardClient:
             self._pending.pop(request_id, None)
         if "err" in reply:
             err = reply["err"]
+            if err.get("kind") == "conflict":
+                raise IdempotencyConflict(err.get("message", "idempotency key reused"))
             if err.get("kind") == "input":
                 raise InputError(err.get("message", "bad request"))
             raise ShardError(f"{self.name}: {err.get('message', 'internal error')}",

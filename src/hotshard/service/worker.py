@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hotshard.errors import HotshardError
+from hotshard.errors import HotshardError, IdempotencyConflict
 from hotshard.service.protocol import CONTROL_OPS, DATA_OPS, encode, read_frame_blocking
 from hotshard.service.store import SQLiteStore
 
@@ -122,8 +122,9 @@ def _execute(worker: ShardWorker, message: dict[str, Any]) -> dict[str, Any]:
     try:
         result = worker.execute(message["op"], message.get("args") or {})
         reply = {"id": message["id"], "ok": result}
-    except HotshardError as e:
-        reply = {"id": message["id"], "err": {"kind": "input", "message": str(e)}}
+    except HotshardError as e:   # the client's: its kind says which answer it gets
+        kind = "conflict" if isinstance(e, IdempotencyConflict) else "input"
+        reply = {"id": message["id"], "err": {"kind": kind, "message": str(e)}}
     except Exception as e:  # a bug or a storage failure: the gateway answers 500/503
         reply = {"id": message["id"],
                  "err": {"kind": "internal", "message": f"{type(e).__name__}: {e}"}}
