@@ -205,6 +205,19 @@ def _top_shares(test: Profile, prod: Profile, t: Thresholds, *, low_matters: boo
     return Check("top-shares", verdict, msg, numbers)
 
 
+# a key distribution whose busiest key has less than this many times the mean count has no
+# tail to speak of: uniform keys over N give a busiest key a few standard deviations above
+# the mean (2.5x at 10 requests a key), any skewed one tens to thousands of times it
+NEAR_UNIFORM = 5.0
+
+
+def _busiest_over_mean(profile: Profile) -> float | None:
+    """The busiest key's count over the mean count of a key, or None (no keys)."""
+    if not profile.keys or not profile.events or not profile.head_counts.size:
+        return None
+    return float(profile.head_counts[0]) / (float(profile.events) / float(profile.keys))
+
+
 def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
     tl, pl = test.tail.power_law, prod.tail.power_law
     if not tl or not pl or tl.get("alpha") is None or pl.get("alpha") is None:
@@ -212,6 +225,12 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
                              if not law or law.get("alpha") is None)
         return Check("tail-exponent", "pass", f"not compared: no power-law tail fitted for "
                      f"{which}", {})
+    spread = _busiest_over_mean(test)
+    if spread is not None and spread < NEAR_UNIFORM:
+        return Check("tail-exponent", "pass",
+                     f"does not apply: the test's keys are near uniform (its busiest key "
+                     f"{spread:.1f}x the mean), so the power law fitted to them means nothing",
+                     {"busiest_over_mean": spread})
     a_t, a_p = float(tl["alpha"]), float(pl["alpha"])
     se = math.hypot(float(tl.get("alpha_se") or 0.0), float(pl.get("alpha_se") or 0.0))
     allowed = max(t.alpha_tolerance, 3 * se)
