@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 
 import pytest
 
@@ -84,3 +85,34 @@ def test_progress_off_a_terminal_is_a_plain_line_now_and_then(capsys):
         "hotshard: progress: counting events per key (32 s)"]
     quiet = ProgressBar(False, tty=False)
     assert quiet.callback is None
+
+
+def test_a_drive_off_a_terminal_says_how_it_goes_now_and_then(capsys):
+    """A minute's drive piped to a log was a minute of silence: now a plain line every 15 s."""
+    from hotshard.cli.drive import _Live
+    from hotshard.drive.record import Recorder
+
+    now = [0.0]
+    live = _Live(True, tty=False, clock=lambda: now[0])
+    rec = Recorder()
+    rec.record(intended=0.0, sent=0.0, done=0.002, shard="0", error=None, is_read=True,
+               key="k")
+    for t in (5, 16, 20, 31):
+        now[0] = float(t)
+        live.update({"t": float(t), "sent": 200 * t, "inflight": 3, "recorder": rec})
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(x.startswith("hotshard: progress:") for x in lines)
+    assert "sent 3,200 (200/s)" in lines[0] and "p99 so far 2.0 ms" in lines[0]
+    assert _Live(False, tty=False).plain is False
+
+
+def test_notes_fit_a_terminal_and_stay_one_line_in_a_log(capsys, monkeypatch):
+    from hotshard.cli import _console
+
+    text = "the admin token is " + "y" * 40 + " and " + "a long explanation " * 12
+    _console.note(text)
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    _console.note(text)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 1 and all(len(line) <= 100 for line in lines)

@@ -16,14 +16,27 @@ def _safe(message: str) -> str:
     return safe_text(message, 2000)
 
 
+def _fitted(text: str) -> str:
+    """``text`` wrapped to the terminal (at most 100 columns, continuation lines indented)
+    when stderr is one; as one line elsewhere, so a log keeps one line per remark."""
+    if not sys.stderr.isatty():
+        return text
+    import shutil
+    import textwrap
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent="    ")) or text
+
+
 def note(message: str) -> None:
-    """A one-line remark on stderr that does not stop the command."""
-    click.echo(f"hotshard: note: {_safe(message)}", err=True)
+    """A remark on stderr that does not stop the command (one line, wrapped on a terminal)."""
+    click.echo(_fitted(f"hotshard: note: {_safe(message)}"), err=True)
 
 
 def warn(message: str) -> None:
-    """A one-line warning on stderr: the command went on, but the user should look."""
-    click.echo(f"hotshard: warning: {_safe(message)}", err=True)
+    """A warning on stderr: the command went on, but the user should look (one line, wrapped
+    on a terminal)."""
+    click.echo(_fitted(f"hotshard: warning: {_safe(message)}"), err=True)
 
 
 def write_json(path: str, payload: dict) -> None:

@@ -156,7 +156,8 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
         raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
     live = _Live(enabled=not quiet and not as_json)
     with live:
-        result = run_drive(config, progress=live.update if live.enabled else None)
+        result = run_drive(config, progress=live.update if live.enabled or live.plain
+                           else None)
     if result.interrupted and result.sent == 0 and result.recorder.completed == 0:
         # stopped before the first request: there is no run to write or judge
         note("interrupted before the first request: nothing was measured, nothing written")
@@ -205,12 +206,22 @@ def _quiet_stdout() -> None:
 
 
 class _Live:
-    """Rate, in-flight, p99 so far and errors on stderr, twice a second (terminal only)."""
+    """Rate, in-flight, p99 so far and errors on stderr: twice a second on a terminal; as a
+    plain line every ``PLAIN_EVERY_S`` elsewhere (a CI log, ``| tee``), so a minute's run is
+    not a minute of silence."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, *, tty: bool | None = None, clock=None) -> None:
         import sys
+        import time
 
-        self.enabled = enabled and sys.stderr.isatty()
+        from hotshard.cli._console import PLAIN_EVERY_S
+
+        tty = sys.stderr.isatty() if tty is None else tty
+        self.enabled = enabled and tty
+        self.plain = enabled and not tty
+        self._clock = clock or time.monotonic
+        self._every = PLAIN_EVERY_S
+        self._last = self._clock()
         self._live = None
 
     def __enter__(self):
@@ -228,18 +239,28 @@ class _Live:
             self._live.__exit__(*exc)
 
     def update(self, state: dict) -> None:
+        if self.plain:
+            now = self._clock()
+            if now - self._last >= self._every:
+                self._last = now
+                click.echo(f"hotshard: progress: {self.line(state)}", err=True)
+            return
         if self._live is None:
             return
+        self._live.update(self.line(state))
+
+    @staticmethod
+    def line(state: dict) -> str:
+        """The run so far in one line."""
         rec = state.get("recorder")
         t = max(state["t"], 1e-9)
         if rec is None:
-            self._live.update(f"running {t:.0f} s (several processes: totals at the end)")
-            return
+            return f"running {t:.0f} s (several processes: totals at the end)"
         from hotshard.drive.record import value_at_percentile
 
         p99 = value_at_percentile(rec.latency, 99) / 1000 if rec.latency.get_total_count() \
             else 0.0
         errors = sum(rec.errors.values())
-        self._live.update(f"{t:6.1f} s  sent {state['sent']:,} ({state['sent'] / t:,.0f}/s)"
-                          f"  in flight {state['inflight']:,}  p99 so far {p99:,.1f} ms"
-                          f"  errors {errors:,}  dropped {rec.dropped:,}")
+        return (f"{t:6.1f} s  sent {state['sent']:,} ({state['sent'] / t:,.0f}/s)"
+                f"  in flight {state['inflight']:,}  p99 so far {p99:,.1f} ms"
+                f"  errors {errors:,}  dropped {rec.dropped:,}")

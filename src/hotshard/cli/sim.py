@@ -390,11 +390,15 @@ def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys,
         if not ready.mitigations.active:
             note("--detect with no mitigation (--replicas, --cache-hit, --coalesce, "
                  "--split-hot): the keys are found hot, nothing is applied to them")
-    return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
-                    model=ready.model, mitigations=ready.mitigations, read_share=read_share,
-                    op_mix=op_mix, hot_events=hot_events, rng=seed, label=label,
-                    key_generator=ready.key_generator, key_order=ready.key_order,
-                    detection=detection, interval=interval)
+    from hotshard.cli._console import ProgressBar
+
+    with ProgressBar(True) as bar:   # a long simulation says how far it is
+        return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
+                        model=ready.model, mitigations=ready.mitigations,
+                        read_share=read_share, op_mix=op_mix, hot_events=hot_events,
+                        rng=seed, label=label, key_generator=ready.key_generator,
+                        key_order=ready.key_order, detection=detection, interval=interval,
+                        progress=bar.callback)
 
 
 def _check_events(events, duration) -> None:

@@ -286,7 +286,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
              label: str = "simulation", key_generator: str | None = None,
              partitioner=None, key_order=None, window: float | None = None,
              interval: float | None = None, series: bool = True,
-             detection: Detection | None = None) -> SimResult:
+             detection: Detection | None = None, progress=None) -> SimResult:
     """Simulate ``duration`` seconds of traffic at ``rps`` requests/s through the service.
 
     Parameters
@@ -320,6 +320,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
         apply to a key only while it is hot by that rule (a split from its first detection
         on), as the service applies them, instead of to the top keys by rank from the start;
         the result's ``actions`` say when (``sim.detection``). None: by rank.
+    progress : ``progress(stage, fraction)`` after each window of blocks (the CLI's bar).
 
     Returns
     -------
@@ -365,7 +366,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     run = _Run(sampler, float(rps), float(duration), model, mitigations, read_share,
                op_mix if by_key else None, tuple(hot_events), partitioner, key_order,
                int(gen.integers(0, 2**63 - 1)), recorder, detection)
-    run.go(window)
+    run.go(window, progress)
     reads = "by key, from the profile's operations" if by_key else f"{pct(read_share)} of requests"
     return SimResult(label=label, rps=float(rps), duration=float(duration),
                      requests=run.requests, latency=run.latency(), shards=run.shard_results(),
@@ -492,8 +493,9 @@ class _Run:
         return tuple(self.replay.actions)
 
     # -- the run ----------------------------------------------------------------------------
-    def go(self, window: float | None) -> None:
-        """Every window of blocks, drawn then served, in order."""
+    def go(self, window: float | None, progress=None) -> None:
+        """Every window of blocks, drawn then served, in order; ``progress(stage, fraction)``
+        after each."""
         seconds = self.blocks.seconds
         per = WINDOW_REQUESTS / (self.rps * seconds) if window is None else window / seconds
         per = max(1, int(per))
@@ -522,6 +524,8 @@ class _Run:
                 done += arrival.size
             if parts:
                 self._serve(_concat(parts))
+            if progress is not None:
+                progress("simulating", min(b / max(self.blocks.count, 1), 1.0))
 
     def _draw(self, b: int, arrival: NDArray[np.float64], positions) -> dict:
         """Block ``b``'s requests: every draw from the block's own generator, in one order."""
