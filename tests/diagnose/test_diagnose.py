@@ -385,3 +385,25 @@ def test_cache_warmth_sizes_the_cache_by_the_measured_curve_when_the_profile_has
 
     che_size, _, che = uniform_cache_hit(replace(profile, locality=None), 0.391, 1e6)
     assert che == "Che's approximation" and che_size > 2 * size
+
+
+def test_a_p99_measured_at_the_server_beside_one_at_the_client_is_named_so():
+    """Production's p99 from Prometheus (the service's own histogram) and the test's from
+    drive (from each request's intended send) are not one quantity: the evidence says where
+    each was measured."""
+    from hotshard.diagnose.engine import diagnose
+    from hotshard.observations import Observations
+
+    prod = Observations.from_dict({
+        "format": "hotshard.observations/1", "label": "production",
+        "latency_ms": {"p50": 5, "p99": 800},
+        "shards": [{"id": str(i), "requests": 100 if i else 900} for i in range(4)],
+        "observe": {"source": "prometheus"}})
+    test = Observations.from_dict({
+        "format": "hotshard.observations/1", "label": "load test",
+        "latency_ms": {"p50": 4, "p99": 40},
+        "shards": [{"id": str(i), "requests": 300} for i in range(4)],
+        "drive": {"target": "http://x", "sent": 1200}})
+    text = " ".join(s for f in diagnose(prod, test).ranking for s in f.evidence)
+    assert ("production's measured at the server (prometheus), the test's at the client "
+            "(drive, from the intended send): not the same quantity") in text

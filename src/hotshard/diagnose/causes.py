@@ -97,6 +97,34 @@ def _latency_gap(ev: Evidence) -> tuple[float, float] | None:
     return p.p99, t.p99
 
 
+def measured_at(obs: Observations) -> str:
+    """Where a run's latency was measured, in words: at the client (a load driver, from each
+    request's intended send), at the server (a service's own histogram read by an
+    observer), or by a model."""
+    if isinstance(obs.extra.get("drive"), dict):
+        return "at the client (drive, from the intended send)"
+    if isinstance(obs.extra.get("simulation"), dict):
+        return "by the model (simulate)"
+    source = obs.extra.get("observe", {})
+    kind = source.get("source") if isinstance(source, dict) else None
+    if kind in ("prometheus", "redis-cluster"):
+        return f"at the server ({kind})"
+    if kind in ("k6", "locust"):
+        return f"at the client ({kind})"
+    return "where the file does not say"
+
+
+def _where(ev: Evidence) -> str:
+    """The two p99s' places, when they differ: a server's p99 leaves out the network and the
+    client's queue a client's holds, so the two are not the same quantity."""
+    if ev.baseline is None:
+        return ""
+    a, b = measured_at(ev.production), measured_at(ev.baseline)
+    if a == b:
+        return ""
+    return f" (production's measured {a}, the test's {b}: not the same quantity)"
+
+
 def _not_slower(ev: Evidence) -> tuple[float, float] | None:
     """(production p99, test p99) when production is not slower than the test (within 10%):
     then there is no latency gap for a measuring or environment cause to explain."""
@@ -195,7 +223,8 @@ def judge_coordinated_omission(ev: Evidence) -> Finding:
     same = _not_slower(ev)
     if same is not None:
         reasons.append(f"production's p99 ({ms(same[0])}) is not above the test's "
-                       f"({ms(same[1])}): nothing was hidden that production shows")
+                       f"({ms(same[1])}){_where(ev)}: nothing was hidden that production "
+                       "shows")
     if t_rate is not None and p_rate is not None and t_rate > 1.05 * p_rate:
         reasons.append(f"the test pushed {rps(t_rate)}, more than production's {rps(p_rate)}: "
                        "omitted waits lower a test's load, and this one still out-sent production")
@@ -207,7 +236,8 @@ def judge_coordinated_omission(ev: Evidence) -> Finding:
                         f"{rps(p_rate)}, as a stalled closed loop's is")
     gap = _latency_gap(ev)
     if gap is not None:
-        evidence.append(f"p99 {ms(gap[1])} in the test against {ms(gap[0])} in production")
+        evidence.append(f"p99 {ms(gap[1])} in the test against {ms(gap[0])} in production"
+                        f"{_where(ev)}")
     if ev.even and t_rate is not None and p_rate is not None:
         evidence.append("production's shards are evenly loaded "
                         f"({times(ev.spread.max_over_mean)} the mean at most), so the gap is in "
@@ -295,7 +325,7 @@ def judge_network(ev: Evidence) -> Finding:
     if gap is not None:
         extra = gap[0] - gap[1]
         evidence.append(
-            f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}: "
+            f"production's p99 is {ms(gap[0])} against the test's {ms(gap[1])}{_where(ev)}: "
             + (f"{ms(extra)} more, {times(extra / rtt)} {hop}" if extra > 0 and rtt > 0 else
                f"{ms(extra)} more, where the hop costs nothing measurable" if extra > 0 else
                f"no extra latency for a hop to explain ({hop})"))
