@@ -264,7 +264,7 @@ def prepare(options: dict) -> Prepared:
     if o["timelines"] not in ("stretched", "real-time"):
         raise InputError(f"timelines must be stretched or real-time, got {o['timelines']!r}")
     key_order = _key_order(str(o["order"]), profile, sampler,
-                           shaped=type(arrivals).__name__ == "ProfileArrivals",
+                           shaped=_shaped(arrivals),
                            real_time=o["timelines"] == "real-time")
     notes = []
     if profile is not None and profile.locality is None and o["order"] == "auto":
@@ -346,7 +346,7 @@ def run_length(profile, *, rps: float | None = None, duration: float | None = No
     """
     from hotshard.workload.timing import format_duration
 
-    shaped = type(arrivals).__name__ == "ProfileArrivals"
+    shaped = _shaped(arrivals)
     if rps is not None and duration is not None:
         return RunLength(float(rps), float(duration),
                          _span_notes(profile, duration, key_order, shaped))
@@ -456,3 +456,10 @@ def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
                     mitigations=ready.mitigations, op_mix=ready.op_mix, rng=seed,
                     label=f"simulation: {name}", key_generator=ready.key_generator,
                     key_order=ready.key_order)
+
+
+def _shaped(arrivals) -> bool:
+    """Whether the arrivals follow a profile's measured rate shape (``ProfileArrivals``)."""
+    from hotshard.sim.arrivals import ProfileArrivals
+
+    return isinstance(arrivals, ProfileArrivals)

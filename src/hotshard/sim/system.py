@@ -352,7 +352,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     if partitioner is None:
         from hotshard.shards.partitioners import partitioner_for
 
-        integer = getattr(sampler, "key_type", "int64") == "int64"
+        integer = sampler.key_type == "int64"
         partitioner = partitioner_for(model.partitioner, model.shards, integer_keys=integer)
     by_key = op_mix is not None and "read" in op_mix[0]
     recorder = None
@@ -372,7 +372,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
                      requests=run.requests, latency=run.latency(), shards=run.shard_results(),
                      cache_hit_rate=run.cache_hit_rate(), coalesced=run.coalesced(),
                      key_generator=key_generator or _describe(sampler),
-                     distinct_keys=int(getattr(sampler, "n_keys", 0)) or None, model=model,
+                     distinct_keys=int(sampler.n_keys) or None, model=model,
                      mitigations=mitigations, seed=seed, reads=reads, events=tuple(hot_events),
                      key_order="irm" if key_order is None else key_order.name,
                      windows=None if recorder is None else recorder.result(),
@@ -405,7 +405,7 @@ class _Run:
         self.read_share, self.op_mix = read_share, op_mix
         self.events, self.key_order, self.root = events, key_order, root
         self.series = series   # the time windows' recorder, or None
-        self.head_ids = tuple(getattr(sampler, "head_ids", ()))
+        self.head_ids = tuple(sampler.head_ids)
         self.place = _Placement(partitioner, self.head_ids)
         self.blocks = arrival_blocks(model.arrivals, rps, duration,
                                      int(_child(root, _ARRIVALS).generate_state(1)[0]))
@@ -697,8 +697,7 @@ def _concat(parts: list[dict]) -> dict:
 
 
 def _describe(sampler) -> str:
-    describe = getattr(sampler, "describe", None)
-    return str(describe().get("distribution", "keys")) if describe else type(sampler).__name__
+    return str(sampler.describe().get("distribution", "keys"))
 
 
 def _reads(positions, n, read_share, op_mix, gen) -> NDArray[np.bool_]:
@@ -779,20 +778,18 @@ def _che_table(sampler, place, model, rps) -> tuple[NDArray[np.float64], NDArray
 
 
 def _class_table(sampler) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(per-key weight, keys) per class: profile samplers have classes; classic ones are
-    uniform (one class) or list every key's weight."""
-    classes = getattr(sampler, "classes", None)
+    """(per-key weight, keys) per class: a sampler with classes (a profile's, or uniform keys:
+    one class) gives them; another lists every key's weight (``KeySampler``)."""
+    classes = sampler.classes
     if classes is not None:
         return (np.asarray(classes.key_weight, dtype=np.float64),
                 np.asarray(classes.sizes, dtype=np.float64))
-    if type(sampler).__name__ == "UniformSampler":
-        return np.ones(1), np.array([float(sampler.n_keys)])
     weights = np.asarray(sampler.weights(), dtype=np.float64)
     return weights, np.ones(weights.size)
 
 
 def _class_index(sampler, positions, sizes) -> NDArray[np.int64]:
-    classes = getattr(sampler, "classes", None)
+    classes = sampler.classes
     if classes is None and sizes.size == 1:
         return np.zeros(positions.size, dtype=np.int64)
     if classes is None:

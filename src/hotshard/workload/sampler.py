@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -65,9 +65,23 @@ def _check_keys(n_keys: float, what: str = "n_keys") -> int:
 
 @runtime_checkable
 class KeySampler(Protocol):
-    """Draws keys: ``sample(n, rng)`` returns ``n`` int64 key IDs."""
+    """What every key sampler offers, and what the simulator and the generators use of it
+    (nothing else is probed):
+
+    ``sample(n, rng)``: ``n`` key positions (int64); ``weights()`` each key's probability;
+    ``describe()`` its parameters; ``n_keys``; ``key_type``, how the keys are typed
+    (``int64`` or ``string``, a profile's vocabulary); ``head_ids``, the names of the keys
+    known by name (a profile's head, positions 0..k-1; none for a classic distribution);
+    ``classes``, the keys grouped by equal weight (a ``ClassSampler``), or None when the
+    sampler lists a weight per key.
+    """
 
     n_keys: int
+    key_type: str
+    head_ids: tuple[str, ...]
+
+    @property
+    def classes(self) -> ClassSampler | None: ...
 
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> Keys: ...
 
@@ -78,6 +92,14 @@ class KeySampler(Protocol):
 
 class _WeightsMixin:
     n_keys: int
+    # a classic distribution's keys are integer IDs, none known by name
+    key_type: ClassVar[str] = "int64"
+    head_ids: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def classes(self) -> ClassSampler | None:
+        """No classes: the sampler lists a weight per key (``KeySampler``)."""
+        return None
 
     def pmf(self, keys: ArrayLike) -> NDArray[np.float64]:
         keys = np.asarray(keys, dtype=np.int64)
@@ -110,6 +132,12 @@ class UniformSampler(_WeightsMixin):
 
     def describe(self):
         return {"distribution": "uniform", "n_keys": self.n_keys}
+
+    @property
+    def classes(self) -> ClassSampler:
+        """One class: every key the same weight."""
+        return ClassSampler(np.ones(1), np.array([self.n_keys], dtype=np.int64),
+                            label="uniform")
 
 
 @dataclass(frozen=True)
@@ -273,6 +301,11 @@ class ClassSampler(_WeightsMixin):
     @property
     def n_classes(self) -> int:
         return int(self.sizes.size)
+
+    @property
+    def classes(self) -> ClassSampler:
+        """Itself: it is the classes."""
+        return self
 
     def sample(self, n, rng=None) -> Keys:
         return self._draw(n, rng, _EMPTY if self.order is None else self.order)
