@@ -120,3 +120,17 @@ def safe_text(text: str, limit: int = 300) -> str:
 def shown(key: object) -> str:
     """A key from someone's data as a terminal shows it: escaped, at most 80 characters."""
     return safe_text(str(key), 80)
+
+
+def sparkline(values, top: float | None = None) -> str:
+    """One block character per value, scaled to ``top`` (default the row's largest; give one
+    top to rows read against each other); a value of 0 (an empty window) is ' ', one past
+    ``top`` a full block."""
+    blocks = " ▁▂▃▄▅▆▇█"
+    values = list(values)
+    if top is None:
+        top = max(values) if values else 0
+    if top <= 0:
+        return " " * len(values)
+    return "".join(" " if v <= 0 else blocks[max(1, min(8, round(8 * v / top)))]
+                   for v in values)

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from hotshard._format import pct, pct_apart, shown
+from hotshard._format import pct, pct_apart, shown, sparkline
 from hotshard.profile.fit import PowerLawFit
 
 __all__ = ["check_summary", "cluster_status_text", "fit_summary"]
@@ -95,7 +95,7 @@ def profile_summary(summary, source: str) -> str:
         lines.append("  timelines        requests per window of the span, busiest window = █")
         width = max(len(k) for k, _ in s.timelines)
         for key, row in s.timelines:
-            lines.append(f"    {key:<{width}}  {_sparkline(row)}  {sum(row):,}")
+            lines.append(f"    {key:<{width}}  {sparkline(row)}  {sum(row):,}")
     if s.sizes:
         lines.append("  payload sizes    " + ", ".join(
             f"p{float(q) * 100:g} {v:,.0f}" for q, v in s.sizes.items()))
@@ -262,7 +262,7 @@ def _timeline_rows(pred) -> list[str]:
     top = float(tl.shares.max())
     for s in worst:
         column = tl.shares[:, s]
-        lines.append(f"    shard {s:<4} {_sparkline(column.tolist(), top)}  {pct(column.min())} to "
+        lines.append(f"    shard {s:<4} {sparkline(column.tolist(), top)}  {pct(column.min())} to "
                      f"{pct(column.max())}")
     if pred.timeline.peak.after is not None:
         a = pred.timeline.peak.after
@@ -387,7 +387,7 @@ def _simulation_windows(result) -> list[str]:
         def marks(values):
             v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
             pad = (-v.size) % per
-            return _sparkline(list(np.concatenate([v, np.zeros(pad)]).reshape(-1, per)
+            return sparkline(list(np.concatenate([v, np.zeros(pad)]).reshape(-1, per)
                                    .max(axis=1)))
 
         def span(values, text):
@@ -479,17 +479,6 @@ def _spec_text(spec: dict) -> str:
         else:
             parts.append(f"{key.replace('_', ' ')} {value}")
     return f"{kind} ({', '.join(parts)})" if parts else str(kind)
-
-
-def _sparkline(values, top: float | None = None) -> str:
-    """One block character per value, scaled to ``top`` (default the row's largest; give one
-    top to rows that are read against each other). An empty window is ' '."""
-    blocks = " ▁▂▃▄▅▆▇█"
-    if top is None:
-        top = max(values) if values else 0
-    if top <= 0:
-        return " " * len(values)
-    return "".join(blocks[0] if v <= 0 else blocks[max(1, round(8 * v / top))] for v in values)
 
 
 def check_summary(report) -> str:

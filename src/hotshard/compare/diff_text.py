@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hotshard._format import pct, pp, shown, times
+from hotshard._format import pct, pp, shown, sparkline, times
 from hotshard.compare.diff import (
     DEFAULT_MOVERS,
     DRIFT_SE,
@@ -135,15 +135,6 @@ def _shard_lines(s: ShardDrift) -> list[str]:
     return lines
 
 
-def _spark(values, top: float) -> str:
-    """One block character per window, scaled to ``top`` (an empty window is ' ')."""
-    blocks = " ▁▂▃▄▅▆▇█"
-    if top <= 0:
-        return " " * len(values)
-    return "".join(" " if v <= 0 else blocks[max(1, min(8, round(8 * v / top)))]
-                   for v in values)
-
-
 def _ranges(windows: tuple[int, ...]) -> str:
     """0-based windows as 1-based ranges: (3, 4, 9) -> '4-5,10'; none -> '-'."""
     if not windows:
@@ -231,7 +222,7 @@ def _window_lines(d: ProfileDiff, w: WindowDrift, limit: int) -> list[str]:
     for k in rows:
         fa, fb = _fractions(k.counts_a), _fractions(k.counts_b)
         peak = max(float(f.max()) for f in (fa, fb) if f is not None)
-        cell = ["-".ljust(n) if f is None else _spark(f, peak) for f in (fa, fb)]
+        cell = ["-".ljust(n) if f is None else sparkline(f, peak) for f in (fa, fb)]
         tv = "-" if k.tv is None else f"{k.tv:.2f}"
         chance = "-" if k.tv_chance is None else f"{k.tv_chance:.2f}"
         hot_a = _ranges(k.hot_a) if k.counts_a is not None else "outside A's head"
