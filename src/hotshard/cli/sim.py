@@ -6,7 +6,6 @@ import json
 
 import click
 
-from hotshard._format import pct
 from hotshard.cli._console import note, warn
 from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
 
@@ -343,73 +342,19 @@ def _resolve(scenario, given, values) -> dict:
 
 def _run(options, given, *, hot_events, cache_size, hit_ms, cache_hit, hot_keys, read_share,
          seed, scenario, label, detection=None):
-    from hotshard.sim.scenarios import prepare, run_length
-    from hotshard.sim.system import simulate
+    """The simulation the flags ask for (``sim.scenarios.run_simulation``), its notes said."""
+    from hotshard.cli._console import ProgressBar
+    from hotshard.sim.scenarios import run_simulation
 
     # a profile's head keys on their timelines in real time, as its arrivals come: a run
     # shorter than the profile sees its first hours as they happened
-    ready = prepare({**options, "cache_size": cache_size, "hit_ms": hit_ms,
-                     "cache_hit": cache_hit, "hot_keys": hot_keys, "timelines": "real-time"})
-    k = (options["split_hot"] or (0, 1))[0]
-    head = len(getattr(ready.sampler, "head_ids", ()))
-    if k > head:
-        note(f"only the {head} head keys have names to split: splitting those, not {k}"
-             if head else "classic distributions have no named head keys: nothing is split")
-    for text in ready.notes:
-        note(text)
-    arrivals = ready.model.arrivals
-    if hasattr(arrivals, "mean_rate"):  # a rate trace: its own rates and length unless told
-        if "rps" not in given:
-            options["rps"] = arrivals.mean_rate
-        if "duration" not in given:
-            options["duration"] = arrivals.duration
-    elif ready.profile is not None and not scenario:
-        # a profile's own measured rate and span unless told (a scenario sets its own)
-        length = run_length(ready.profile, rps=options["rps"] if "rps" in given else None,
-                            duration=options["duration"] if "duration" in given else None,
-                            arrivals=arrivals, key_order=ready.key_order)
-        options["rps"], options["duration"] = length.rps, length.duration
-        for text in length.notes:
-            note(text)
-    op_mix = ready.op_mix
-    if read_share is None:
-        from hotshard.profile.document import DEFAULT_OPS
-
-        read_share = DEFAULT_OPS["read"]
-        if op_mix is not None and "read" not in op_mix[0]:
-            note(f"the profile's operations are {', '.join(op_mix[0])}, none named 'read': "
-                 f"reads taken as {pct(read_share)} of requests (--read-share sets it)")
-    else:
-        op_mix = None  # the user's share replaces the profile's
-    _check_events(hot_events, options["duration"])
-    interval = None
-    if detection is not None:
-        from hotshard.sim.series import detection_interval
-
-        interval = detection_interval(options["duration"], detection)
-        if not ready.mitigations.active:
-            note("--detect with no mitigation (--replicas, --cache-hit, --coalesce, "
-                 "--split-hot): the keys are found hot, nothing is applied to them")
-    from hotshard.cli._console import ProgressBar
-
+    options = {**options, "cache_size": cache_size, "hit_ms": hit_ms, "cache_hit": cache_hit,
+               "hot_keys": hot_keys, "timelines": "real-time"}
     with ProgressBar(True) as bar:   # a long simulation says how far it is
-        return simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
-                        model=ready.model, mitigations=ready.mitigations,
-                        read_share=read_share, op_mix=op_mix, hot_events=hot_events,
-                        rng=seed, label=label, key_generator=ready.key_generator,
-                        key_order=ready.key_order, detection=detection, interval=interval,
-                        progress=bar.callback)
-
-
-def _check_events(events, duration) -> None:
-    """Events must fit the window and, at any moment, together take at most all traffic."""
-    from hotshard.workload.timing import check_overlaps, format_duration
-
-    check_overlaps(tuple(events))
-    for event in events:
-        if event.start >= duration:
-            raise click.UsageError(f"the event on key {event.key} starts at "
-                                   f"{format_duration(event.start)}, after the simulated "
-                                   f"{format_duration(duration)}")
-        if event.end > duration:
-            note(f"the event on key {event.key} is cut short at {format_duration(duration)}")
+        sim = run_simulation(options, scenario=scenario, rate_given="rps" in given,
+                             duration_given="duration" in given, hot_events=hot_events,
+                             read_share=read_share, seed=seed, label=label,
+                             detection=detection, progress=bar.callback)
+    for text in sim.notes:
+        note(text)
+    return sim.result

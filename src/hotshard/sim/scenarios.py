@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hotshard.errors import InputError
 
 __all__ = ["INCIDENT_SERVICE", "PROFILE_RUN_REQUESTS", "SCENARIOS", "SCENARIO_OPTIONS",
-           "RunLength", "Scenario", "measured_rate", "prepare", "run_length", "run_scenario",
-           "scenario", "scenario_options"]
+           "RunLength", "Scenario", "Simulation", "measured_rate", "prepare", "run_length",
+           "run_scenario", "run_simulation", "scenario", "scenario_options"]
 
 
 # The incident's service, once, each value with its reason:
@@ -447,15 +448,99 @@ def scenario_options(name: str | None = None, **given) -> dict:
 def run_scenario(name: str, *, duration: float | None = None, seed: int = 0):
     """Simulate scenario ``name`` (optionally over a shorter ``duration``) -> SimResult: the
     same options ``hotshard simulate --scenario NAME`` runs (``scenario_options``)."""
-    from hotshard.sim.system import simulate
-
     options = scenario_options(name)
+    if duration is not None:
+        options["duration"] = duration
+    return run_simulation(options, scenario=name, rate_given=True, duration_given=True,
+                          seed=seed).result
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulation run from its options, and what the user should be told about how."""
+
+    result: Any            # system.SimResult
+    notes: tuple[str, ...]
+
+
+def run_simulation(options: dict, *, scenario: str | None = None, rate_given: bool = False,
+                   duration_given: bool = False, hot_events=(), read_share: float | None = None,
+                   seed: int = 0, label: str | None = None, detection=None,
+                   progress=None) -> Simulation:
+    """One simulation from its options (``scenario_options``' keys), as ``hotshard simulate``
+    runs it: a rate trace's own rate and length, or a profile's measured rate and span
+    (``run_length``) unless the rate or the duration was given (``rate_given``,
+    ``duration_given``; a scenario sets its own); reads by key from the profile's operations
+    unless ``read_share`` says otherwise; ``hot_events`` checked against the run;
+    ``detection`` (``detect.policy.Detection``) with windows fine enough to see it.
+
+    Raises
+    ------
+    InputError
+        Options, events or detection a run cannot have (each says which).
+    """
+    from hotshard.sim.system import simulate
+    from hotshard.workload.timing import check_overlaps, format_duration
+
+    options = dict(options)
     ready = prepare(options)
-    return simulate(ready.sampler, rps=options["rps"],
-                    duration=duration or options["duration"], model=ready.model,
-                    mitigations=ready.mitigations, op_mix=ready.op_mix, rng=seed,
-                    label=f"simulation: {name}", key_generator=ready.key_generator,
-                    key_order=ready.key_order)
+    notes = list(ready.notes)
+    k = (options.get("split_hot") or (0, 1))[0]
+    head = len(ready.sampler.head_ids)
+    if k > head:
+        notes.insert(0, f"only the {head} head keys have names to split: splitting those, "
+                        f"not {k}" if head else "classic distributions have no named head "
+                                                "keys: nothing is split")
+    arrivals = ready.model.arrivals
+    if hasattr(arrivals, "mean_rate"):  # a rate trace: its own rates and length unless told
+        if not rate_given:
+            options["rps"] = arrivals.mean_rate
+        if not duration_given:
+            options["duration"] = arrivals.duration
+    elif ready.profile is not None and not scenario:
+        # a profile's own measured rate and span unless told (a scenario sets its own)
+        length = run_length(ready.profile, rps=options["rps"] if rate_given else None,
+                            duration=options["duration"] if duration_given else None,
+                            arrivals=arrivals, key_order=ready.key_order)
+        options["rps"], options["duration"] = length.rps, length.duration
+        notes.extend(length.notes)
+    op_mix = ready.op_mix
+    if read_share is None:
+        from hotshard.profile.document import DEFAULT_OPS
+
+        read_share = DEFAULT_OPS["read"]
+        if op_mix is not None and "read" not in op_mix[0]:
+            notes.append(f"the profile's operations are {', '.join(op_mix[0])}, none named "
+                         f"'read': reads taken as {read_share:.0%} of requests (--read-share "
+                         "sets it)")
+    else:
+        op_mix = None  # the user's share replaces the profile's
+    events = tuple(hot_events)
+    check_overlaps(events)
+    for event in events:
+        if event.start >= options["duration"]:
+            raise InputError(f"the event on key {event.key} starts at "
+                             f"{format_duration(event.start)}, after the simulated "
+                             f"{format_duration(options['duration'])}")
+        if event.end > options["duration"]:
+            notes.append(f"the event on key {event.key} is cut short at "
+                         f"{format_duration(options['duration'])}")
+    interval = None
+    if detection is not None:
+        from hotshard.sim.series import detection_interval
+
+        interval = detection_interval(options["duration"], detection)
+        if not ready.mitigations.active:
+            notes.append("--detect with no mitigation (--replicas, --cache-hit, --coalesce, "
+                         "--split-hot): the keys are found hot, nothing is applied to them")
+    result = simulate(ready.sampler, rps=options["rps"], duration=options["duration"],
+                      model=ready.model, mitigations=ready.mitigations,
+                      read_share=read_share, op_mix=op_mix, hot_events=events, rng=seed,
+                      label=label or (f"simulation: {scenario}" if scenario
+                                      else "simulation"),
+                      key_generator=ready.key_generator, key_order=ready.key_order,
+                      detection=detection, interval=interval, progress=progress)
+    return Simulation(result, tuple(notes))
 
 
 def _shaped(arrivals) -> bool:
