@@ -492,9 +492,10 @@ def sane_stats(doc: Any) -> dict | None:
     return {**doc, "shards": shards}
 
 
-def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
-          ) -> DriveResult:
-    """Run the drive; Ctrl-C stops it early and still returns what was measured.
+def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None,
+          clock: Callable[[], float] = time.time) -> DriveResult:
+    """Run the drive; Ctrl-C stops it early and still returns what was measured. ``clock``:
+    the wall clock in Unix seconds (the instant every process starts from).
 
     Raises
     ------
@@ -520,95 +521,15 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
         sampler = CpuSampler(lambda: target_stats(config.url, min(1.0, config.timeout)),
                              every_s=INTERVAL_S).start()
     host_before = cpu_times()
-    start_epoch = time.time()  # replaced by the instant the run really starts
     recorder = Recorder()
-    interrupted = False
-    sent = 0
-    if config.processes == 1:
-        stop = _LocalStop()
-
-        async def main() -> tuple[dict, int, float]:
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):  # stop early, keep the results
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.add_signal_handler(signum, stop.set)
-            async def when_ready() -> float:
-                return time.time() + 0.02
-
-            try:
-                return await _run_process(config, 0, when_ready, stop, progress)
-            finally:
-                for signum in (signal.SIGINT, signal.SIGTERM):
-                    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                        loop.remove_signal_handler(signum)
-
-        encoded, sent, start_epoch = asyncio.run(main())
+    run = _in_process if config.processes == 1 else _in_processes
+    encoded_runs, sent, start_epoch, interrupted = run(config, progress, clock)
+    for encoded in encoded_runs:
         recorder.merge(encoded)
-        interrupted = stop.is_set()
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        stop = ctx.Event()
-        start = ctx.Value("d", 0.0)
-        results = ctx.Queue()
-        children = [ctx.Process(target=_child,
-                                args=(config, k, start, stop, results, os.getpid()),
-                                daemon=True) for k in range(config.processes)]
-        stopped_by: list[int] = []
-
-        def on_signal(signum: int, _frame: Any) -> None:  # Ctrl-C or SIGTERM: stop, keep
-            stopped_by.append(signum)
-            stop.set()
-
-        previous = {}
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError):  # not the main thread: no handlers
-                previous[signum] = signal.signal(signum, on_signal)
-        for child in children:
-            child.start()
-        got: dict[int, tuple] = {}
-        ready = 0
-        try:
-            while len(got) < len(children):
-                if stopped_by:
-                    interrupted = True
-                try:
-                    message = results.get(timeout=0.5)
-                    if message[0] == "ready":
-                        ready += 1
-                        if ready == len(children):  # all imported and loaded: go together
-                            start_epoch = time.time() + 0.2
-                            start.value = start_epoch
-                        continue
-                    process, encoded, n, error = message
-                    got[process] = (encoded, n, error)
-                except Exception:  # queue.Empty: check the children are alive
-                    if all(not c.is_alive() for c in children) and results.empty():
-                        break
-                    if progress is not None:
-                        progress({"t": time.time() - start_epoch, "sent": None,
-                                  "inflight": None, "recorder": None})
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-        interrupted = interrupted or bool(stopped_by)
-        for child in children:
-            child.join(5)
-        if interrupted and start.value == 0.0:
-            # stopped before every process was ready: nothing was sent, and the children's
-            # clocks never had a start to count from (an epoch of 0 made a 57-year run)
-            got = {}
-            start_epoch = time.time()
-        errors = [e for _, _, e in got.values() if e]
-        if not interrupted and (errors or len(got) < len(children)):
-            raise HotshardError(f"a driver process failed: {errors[0] if errors else 'died'}")
-        for encoded, n, error in got.values():
-            if encoded is not None and not error:
-                recorder.merge(encoded)
-                sent += n
     # an interrupted run lasted until it stopped sending (the drain after it is not load)
     stopped = recorder.stopped_at
-    wall = max(1e-9, min(time.time() - start_epoch, config.duration) if not interrupted
-               else stopped if stopped is not None else time.time() - start_epoch)
+    wall = max(1e-9, min(clock() - start_epoch, config.duration) if not interrupted
+               else stopped if stopped is not None else clock() - start_epoch)
     host = host_cpu(host_before, cpu_times())
     if sampler is not None:
         sampler.stop()
@@ -617,3 +538,94 @@ def drive(config: DriveConfig, *, progress: Callable[[dict], None] | None = None
                        interrupted, (before, after), key_order=keys.order, host_cpu=host,
                        cpu_samples=sampler.relative(start_epoch) if sampler else ())
 
+
+def _in_process(config: DriveConfig, progress, clock) -> tuple[list[dict], int, float, bool]:
+    """The run in this process: (encoded recorders, requests sent, start instant (Unix s),
+    interrupted). SIGINT and SIGTERM stop it early, what was measured kept."""
+    stop = _LocalStop()
+
+    async def main() -> tuple[dict, int, float]:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):  # stop early, keep the results
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, stop.set)
+
+        async def when_ready() -> float:
+            return clock() + 0.02
+
+        try:
+            return await _run_process(config, 0, when_ready, stop, progress)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(signum)
+
+    encoded, sent, start_epoch = asyncio.run(main())
+    return [encoded], sent, start_epoch, stop.is_set()
+
+
+def _in_processes(config: DriveConfig, progress, clock
+                  ) -> tuple[list[dict], int, float, bool]:
+    """The run over ``config.processes`` spawned processes, started together once every one
+    is ready: (encoded recorders, requests sent, start instant, interrupted)."""
+    import queue
+
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    start = ctx.Value("d", 0.0)
+    results = ctx.Queue()
+    children = [ctx.Process(target=_child, args=(config, k, start, stop, results, os.getpid()),
+                            daemon=True) for k in range(config.processes)]
+    stopped_by: list[int] = []
+    start_epoch = clock()   # replaced by the instant the run really starts
+    interrupted = False
+
+    def on_signal(signum: int, _frame: Any) -> None:  # Ctrl-C or SIGTERM: stop, keep
+        stopped_by.append(signum)
+        stop.set()
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):  # not the main thread: no handlers
+            previous[signum] = signal.signal(signum, on_signal)
+    for child in children:
+        child.start()
+    got: dict[int, tuple] = {}
+    ready = 0
+    try:
+        while len(got) < len(children):
+            if stopped_by:
+                interrupted = True
+            try:
+                message = results.get(timeout=0.5)
+            except queue.Empty:   # check the children are alive
+                if all(not c.is_alive() for c in children) and results.empty():
+                    break
+                if progress is not None:
+                    progress({"t": clock() - start_epoch, "sent": None, "inflight": None,
+                              "recorder": None})
+                continue
+            if message[0] == "ready":
+                ready += 1
+                if ready == len(children):  # all imported and loaded: go together
+                    start_epoch = clock() + 0.2
+                    start.value = start_epoch
+                continue
+            process, encoded, n, error = message
+            got[process] = (encoded, n, error)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    interrupted = interrupted or bool(stopped_by)
+    for child in children:
+        child.join(5)
+    if interrupted and start.value == 0.0:
+        # stopped before every process was ready: nothing was sent, and the children's
+        # clocks never had a start to count from (an epoch of 0 made a 57-year run)
+        return [], 0, clock(), True
+    errors = [e for _, _, e in got.values() if e]
+    if not interrupted and (errors or len(got) < len(children)):
+        raise HotshardError(f"a driver process failed: {errors[0] if errors else 'died'}")
+    done = [(encoded, n) for encoded, n, error in got.values()
+            if encoded is not None and not error]
+    return [e for e, _ in done], sum(n for _, n in done), start_epoch, interrupted
