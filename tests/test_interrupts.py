@@ -116,3 +116,41 @@ def test_notes_fit_a_terminal_and_stay_one_line_in_a_log(capsys, monkeypatch):
     _console.note(text)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
+
+
+SWALLOWING = """
+import signal, sys, time
+import hotshard.cli as cli
+from hotshard._atomic import atomic_write
+cli.TERM_GRACE_S = 0.5
+signal.signal(signal.SIGTERM, cli._on_sigterm)
+with atomic_write(sys.argv[1]) as handle:
+    handle.write("partial")
+    print("ready", flush=True)
+    while True:   # as a C callback does: the handler's exception printed and dropped
+        try:
+            time.sleep(0.05)
+        except BaseException:
+            pass
+"""
+
+
+def test_a_sigterm_whose_exception_is_swallowed_still_ends_the_run(tmp_path):
+    """Python drops an exception raised inside a C callback (numba loading a kernel): a
+    SIGTERM that lands there used to let the run go on. The handler arms a watchdog that ends
+    the process (143), its partial output removed."""
+    import signal
+    import subprocess
+    import time
+
+    out = tmp_path / "out.txt"
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWING, str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "terminated (files being written were removed)" in err
+    assert time.monotonic() - started < 10
+    assert list(tmp_path.iterdir()) == []

@@ -68,13 +68,28 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+# the temporary files being written now: what a process ended by force removes first
+# (``remove_in_progress``), so no partial output is left even then
+IN_PROGRESS: set[str] = set()
+
+
+def remove_in_progress() -> None:
+    """Remove every temporary output still being written (a forced end of the process)."""
+    for name in list(IN_PROGRESS):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        IN_PROGRESS.discard(name)
+
+
 def _create_temporary(target: Path) -> tuple[int, str]:
     """A new hidden file beside ``target``, created 0666 so the system applies the umask."""
     directory = target.parent
     for _ in range(100):
         name = str(directory / f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
-            return os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666), name
+            fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+            IN_PROGRESS.add(name)
+            return fd, name
         except FileExistsError:
             continue
         except OSError as exc:
@@ -106,3 +121,5 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+    finally:
+        IN_PROGRESS.discard(tmp_name)

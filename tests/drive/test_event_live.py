@@ -17,7 +17,10 @@ WINDOW_S = 2.0   # the sketch's window (serve --hot-window)
 EVENT = "big-stream"
 
 
+# timing: its subject is how soon the service reacts (seconds, on the wall clock) and how
+# its CPU falls, which the idle pass's starved machine cannot show
 @pytest.mark.slow
+@pytest.mark.timing
 def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
     """The event key goes to 50% of the traffic at 5 s. The service's sketch (2 s window,
     5% share) must report it, and the action land in the run's observations, within two of

@@ -99,10 +99,32 @@ class Terminated(BaseException):
 _SIGNALLED: list[BaseException] = []
 
 
+# how long a SIGTERM may take to end the run by its exception: one raised inside a C
+# callback (numba loading a compiled function, say) is printed and dropped by Python, and
+# the run would go on; past this the process ends itself, its partial outputs removed
+TERM_GRACE_S = 10.0
+
+
 def _on_sigterm(signum, frame) -> None:
     exc = Terminated()
+    if not _SIGNALLED:
+        import threading
+
+        watchdog = threading.Timer(TERM_GRACE_S, _end_now)
+        watchdog.daemon = True
+        watchdog.start()
     _SIGNALLED.append(exc)
     raise exc
+
+
+def _end_now() -> None:
+    """The run outlived its SIGTERM (module notes): partial outputs removed, one line, 143."""
+    from hotshard._atomic import remove_in_progress
+
+    remove_in_progress()
+    with contextlib.suppress(OSError):
+        os.write(2, b"hotshard: terminated (files being written were removed)\n")
+    os._exit(143)
 
 
 def _engine_interrupted(exc: BaseException) -> bool:
