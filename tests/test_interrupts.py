@@ -54,6 +54,8 @@ def test_a_signal_an_engine_turns_into_its_own_error_is_an_interrupt(monkeypatch
         monkeypatch.setattr(cli_module.cli, "invoke", query_interrupted)
         assert cli_module.main(["fit", "x"]) == code
         assert capsys.readouterr().err == f"hotshard: {word} (files being written were removed)\n"
+        # a run that ended by itself leaves no watchdog to end its process later
+        assert cli_module._WATCHDOG == []
     # the next run in the process starts with no signal on record; a real error is one
     monkeypatch.setattr(cli_module.cli, "invoke", lambda ctx: (_ for _ in ()).throw(
         InputError("a real mistake")))

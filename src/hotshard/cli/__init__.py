@@ -105,16 +105,28 @@ _SIGNALLED: list[BaseException] = []
 TERM_GRACE_S = 10.0
 
 
+# the armed watchdog of this run (``_on_sigterm``), cancelled when the run ends by itself
+_WATCHDOG: list = []
+
+
 def _on_sigterm(signum, frame) -> None:
     exc = Terminated()
-    if not _SIGNALLED:
+    if not _WATCHDOG:
         import threading
 
         watchdog = threading.Timer(TERM_GRACE_S, _end_now)
         watchdog.daemon = True
         watchdog.start()
+        _WATCHDOG.append(watchdog)
     _SIGNALLED.append(exc)
     raise exc
+
+
+def _disarm() -> None:
+    """The run ended by itself (its SIGTERM seen): no forced end."""
+    for watchdog in _WATCHDOG:
+        watchdog.cancel()
+    _WATCHDOG.clear()
 
 
 def _end_now() -> None:
@@ -176,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return status
     finally:
+        _disarm()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return rv if isinstance(rv, int) else 0
