@@ -556,6 +556,38 @@ def _windows(q: _Query, start: float, groups: dict[str, _Grouped], latency: str 
     return tuple(out)
 
 
+def _cpu(q: _Query, expr: str, notes: Notes, preset_note: str | None) -> _Grouped:
+    """Each shard's CPU, a busy fraction of one core: a counter selector's CPU seconds over
+    its scrapes' span, or an expression's value over the window; a value just outside [0, 1]
+    within the counters' resolution settled, and one beyond a core kept as cores (the caller
+    puts it in ``extra.cpu_cores``), each said in a note."""
+    if is_selector(expr):
+        g = q.counters("cpu", expr)
+        span = g.span or 1.0
+        raw = {s: v / span for s, v in g.values.items()}
+    else:
+        g = q.instant("cpu", expr)
+        raw = dict(g.values)
+        span = q.end - q.start  # what $__range covers
+    settled = {s: settle_fraction(v, CPU_SLACK_S / span) for s, v in raw.items()}
+    edged = {s: v for s, v in raw.items() if settled[s] != v}
+    if edged:
+        shard, value = max(edged.items(), key=lambda kv: abs(kv[1] - settled[kv[0]]))
+        notes.add(f"cpu of {len(edged)} shard(s) measured just outside [0, 1] (e.g. "
+                  f"{shard!r}: {value:.4f}), within the CPU counters' resolution over "
+                  f"{span:.1f} s: taken as {settled[shard]:g}")
+    if preset_note:
+        notes.add(preset_note)
+    over = {s: v for s, v in settled.items() if not 0 <= v <= 1}
+    if over:
+        shard, value = next(iter(sorted(over.items())))
+        notes.add(f"cpu left out for {len(over)} shard(s) (e.g. {shard!r}: "
+                  f"{value:.3g} cores): a shard's CPU is a busy fraction of one core in "
+                  "[0, 1]; their CPU in cores is in the shard's extra.cpu_cores")
+    g.values = settled
+    return g
+
+
 def observe_prometheus(url: str, *, start: float, end: float, preset: str | None = None,
                        shard_label: str | None = None, node_label: str | None = None,
                        cpu: str | None = None, requests: str | None = None,
@@ -644,37 +676,14 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
         notes.missing("requests per shard", p.why_no_requests if p and p.why_no_requests
                       else "no requests query (give --requests)")
     if queries["cpu"]:
-        expr = queries["cpu"]
-        if is_selector(expr):
-            g = q.counters("cpu", expr)
+        g = _cpu(q, queries["cpu"], notes, p.cpu_note if p and not cpu else None)
+        if g.samples is not None:   # a counter: its scrapes' span, its samples for windows
             counted["cpu"] = g
             spans.append(g.span or 0.0)
-            span = g.span or 1.0
-            raw = {s: v / span for s, v in g.values.items()}
-        else:
-            g = q.instant("cpu", expr)
-            raw = dict(g.values)
-            span = end - start  # what $__range covers
-        settled = {s: settle_fraction(v, CPU_SLACK_S / span) for s, v in raw.items()}
-        edged = {s: v for s, v in raw.items() if settled[s] != v}
-        if edged:
-            shard, value = max(edged.items(), key=lambda kv: abs(kv[1] - settled[kv[0]]))
-            notes.add(f"cpu of {len(edged)} shard(s) measured just outside [0, 1] (e.g. "
-                      f"{shard!r}: {value:.4f}), within the CPU counters' resolution over "
-                      f"{span:.1f} s: taken as {settled[shard]:g}")
-        raw = settled
-        if p and p.cpu_note and not cpu:
-            notes.add(p.cpu_note)
-        over = {s: v for s, v in raw.items() if not 0 <= v <= 1}
-        if over:
-            shard, value = next(iter(sorted(over.items())))
-            notes.add(f"cpu left out for {len(over)} shard(s) (e.g. {shard!r}: "
-                      f"{value:.3g} cores): a shard's CPU is a busy fraction of one core in "
-                      "[0, 1]; their CPU in cores is in the shard's extra.cpu_cores")
         nodes.update(g.nodes)
-        for s, v in raw.items():
+        for s, v in g.values.items():
             target = per.setdefault(s, {})
-            if s in over:
+            if not 0 <= v <= 1:
                 target.setdefault("extra", {})["cpu_cores"] = round(v, 6)
             else:
                 target["cpu"] = round(v, 6)
