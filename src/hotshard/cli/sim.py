@@ -136,7 +136,7 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
       hotshard simulate --dist uniform:1e6 --rps 5000 --duration 10m --json -o test.json
       hotshard simulate --replay run.json
       hotshard simulate --like run.json --rps 3000 --shards 64 --split-hot 1:8
-      hotshard simulate --dist uniform:2000 -n 4 --rps 250 --duration 14s \
+      hotshard simulate --dist uniform:2000 -n 4 --rps 250 --duration 14s \\
           --event 4711:0.5:5s:14s --cache-hit 0.99 --detect --hot-window 2s --slo-ms 20
     """
     from hotshard._atomic import check_writable
