@@ -109,44 +109,58 @@ def test_no_import_runs_up_the_layers():
     assert not upward, "imports against docs/ARCHITECTURE.md's layers:\n" + "\n".join(upward)
 
 
-def _cycles(edges: dict[tuple[str, str], str]) -> list[list[str]]:
-    """Every strongly connected group of two or more packages (Tarjan): a cycle of any
-    length, not only a pair importing each other."""
-    graph: dict[str, list[str]] = {}
-    for a, b in edges:
-        graph.setdefault(a, []).append(b)
-        graph.setdefault(b, [])
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more nodes of ``graph`` (node -> the nodes it
+    imports; others ignored): Tarjan's algorithm, iteratively. A cycle of any length, not only
+    a pair importing each other."""
+    index, low, on_stack, stack, groups, counter = {}, {}, set(), [], [], [0]
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
+    def visit(root):
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    groups.append(sorted(component))
 
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
     return groups
+
+
+def _cycles(edges: dict[tuple[str, str], str]) -> list[list[str]]:
+    """The packages' import cycles (``_components`` of the edges' graph)."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    return _components(graph)
 
 
 def test_no_packages_import_each_other_in_a_cycle():
@@ -220,44 +234,6 @@ def test_no_import_circle_between_modules():
     for path in SRC.rglob("*.py"):
         if path.name != "__init__.py":
             graph[_module_of(path)] = _module_imports(path) - {_module_of(path)}
-    # Tarjan's strongly connected components, iteratively
-    index, low, on_stack, stack, circles, counter = {}, {}, set(), [], [], [0]
-
-    def visit(root):
-        work = [(root, iter(sorted(graph.get(root, ()))))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next((c for c in children if c in graph), None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter[0]
-                    counter[0] += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    circles.append(sorted(component))
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
+    circles = _components(graph)
     assert not circles, "modules importing each other in a circle:\n" + "\n".join(
         " <-> ".join(c) for c in circles)
