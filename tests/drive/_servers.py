@@ -12,7 +12,8 @@ Control paths (not counted, never stalled): ``GET /__stats`` -> ``{"count": n, "
     python -m tests.drive._servers --kind fast --port 8080
     python -m tests.drive._servers --kind stall --port 8080 --stall-after-s 1.5 --stall-s 1
 
-``silent`` accepts connections and never answers (a hung listener); ``dies`` is ``fast`` until
+``silent`` accepts connections and never answers a ``/channels/`` request (a hung listener;
+it answers ``/__stats`` only); ``dies`` is ``fast`` until
 ``stall_after_s`` seconds after its first ``/channels/`` request, then exits (a killed gateway:
 connections reset, new ones refused).
 
@@ -152,10 +153,28 @@ class _Http(asyncio.Protocol):
 
 
 class _Silent(asyncio.Protocol):
-    """Accepts the connection, reads everything, never answers (a hung listener)."""
+    """Accepts the connection, reads everything, never answers a ``/channels/`` request (a
+    hung listener); it counts them, and answers ``GET /__stats`` so a test can wait until
+    requests are really held instead of sleeping a guess."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        pass
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:  # heads only: GETs carry no body
+            line = bytes(self.buffer[:self.buffer.find(b"\r\n")])
+            del self.buffer[:end + 4]
+            if line.startswith(b"GET /__stats "):
+                self.transport.write(_ok(json.dumps(  # type: ignore[union-attr]
+                    {"count": self.state.count, "keys": {}}).encode()))
+            elif b" /channels/" in line:
+                self.state.count += 1
 
 
 async def _serve(port: int, stall_after_s: float | None, stall_s: float,
@@ -165,7 +184,7 @@ async def _serve(port: int, stall_after_s: float | None, stall_s: float,
         state.die_after_s = stall_after_s
         state.stall_after_s = None
     loop = asyncio.get_running_loop()
-    factory = _Silent if kind == "silent" else (lambda: _Http(state))
+    factory = (lambda: _Silent(state)) if kind == "silent" else (lambda: _Http(state))
     server = await loop.create_server(factory, "127.0.0.1", port, backlog=4096,
                                       reuse_address=True)
     async with server:
@@ -204,6 +223,20 @@ def server_stats(url: str) -> dict:
     """``GET /__stats``: requests served and the count of each key."""
     with urllib.request.urlopen(url + "/__stats", timeout=10) as r:
         return json.loads(r.read())
+
+
+def wait_for_requests(url: str, count: int, timeout: float = 60.0) -> int:
+    """Poll ``/__stats`` until the server has seen ``count`` requests (or ``timeout`` passed):
+    a fault injected after it meets a run that is really under way, however loaded the
+    machine. Returns the count seen last."""
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = server_stats(url)["count"]
+        if seen >= count:
+            break
+        time.sleep(0.1)
+    return seen
 
 
 def reset(url: str) -> None:

@@ -21,7 +21,7 @@ from hotshard.drive.breakdown import error_block, run_is_valid, summary, to_obse
 from hotshard.drive.record import Recorder
 from hotshard.drive.run import DriveConfig, DriveResult
 from hotshard.observations import Observations
-from tests.drive._servers import run_server
+from tests.drive._servers import run_server, wait_for_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 HOTSHARD = [sys.executable, "-m", "hotshard"]
@@ -252,14 +252,17 @@ def test_ctrl_c_of_a_healthy_run_writes_it_and_exits_130(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("processes", ["1", "2"])
 def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
-    """A listener that never answers, stopped by SIGTERM after 4 s with the default 30 s
-    timeout: every request is still out; after the grace period they are unfinished
+    """A listener that never answers, stopped by SIGTERM once it holds 150 requests, with the
+    default 30 s timeout: every request is still out; after the grace period they are unfinished
     failures, so the run is invalid (exit 3), not a valid run of nothing."""
     import signal as signals
 
     with run_server("silent") as url:
         proc = _started(url, tmp_path, "--processes", processes)
-        stdout, stderr = _stop_after(proc, 4.0 + 2 * (processes == "2"), signals.SIGTERM)
+        # the run really under way (spawned processes start late on a loaded machine)
+        held = wait_for_requests(url, 150)
+        stdout, stderr = _stop_after(proc, 0.0, signals.SIGTERM)
+    assert held >= 150, f"the silent server saw {held} requests in 60 s"
     assert proc.returncode == 3, (stdout, stderr)
     doc = json.loads((tmp_path / "obs.json").read_text())
     errors = doc["errors"]

@@ -169,6 +169,16 @@ def _interruption(exc: BaseException, signalled: list[BaseException] | None = No
     return KeyboardInterrupt() if engine else None
 
 
+def _forget_unhandled_interrupt() -> None:
+    """Keep the exit status this run chose. CPython (3.11-3.13) notes a KeyboardInterrupt
+    that leaves code run by ``exec`` of a string (every dataclass's generated methods) in
+    a process-wide flag, and when the flag is set at exit it kills itself with SIGINT,
+    whatever status ``sys.exit`` was given: a Ctrl-C that lands while a dataclass is being
+    built, handled here as exit 130 (or an error line), ended as "killed by SIGINT". An
+    ``exec`` that completes clears the flag."""
+    exec("", {})  # noqa: S102 - an empty program: only its side effect on the flag
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user mistakes into one line and exit status 2."""
     previous = {}
@@ -186,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         status = _exit_status(exc, _SIGNALLED if previous else None)
         if status is None:
             raise
+        _forget_unhandled_interrupt()
         return status
     finally:
         _disarm()
