@@ -145,6 +145,54 @@ def partitioner_options(func):
     return func
 
 
+def detection_options(defaults: str = ""):
+    """``--hot-window``, ``--hot-share`` and ``--apply-time``: the detection ``--detect``
+    models, in the words serve uses for it (declared once for `simulate` and `predict`).
+    ``defaults``: what a flag left out means beyond serve's own default (e.g. "or the run's
+    with --like")."""
+    more = f", {defaults}" if defaults else ""
+    opts = [
+        click.option("--hot-window", type=Seconds(), metavar="DURATION",
+                     help="With --detect: the sliding window hot keys are counted over, 1s "
+                          f"to 1h (serve --hot-window) [default: 10s{more}]."),
+        click.option("--hot-share", type=float, metavar="F",
+                     help="With --detect: the share of the window that makes a key hot, in "
+                          f"(0, 1] (serve --hot-share) [default: 0.05{more}]."),
+        click.option("--apply-time", type=Seconds(zero=True), metavar="DURATION",
+                     help="With --detect: how long an action takes to apply once a key is "
+                          "found hot (serve's read mitigations: 0; a store that moves data "
+                          "to split: longer) [default: 0]."),
+    ]
+
+    def decorate(func):
+        for opt in reversed(opts):
+            func = opt(func)
+        return func
+    return decorate
+
+
+def detection_from(detect: bool, given: dict, recorded=None):
+    """The Detection ``--detect`` asks for (None without it): the flags ``given`` (their
+    values, None when left out), else ``recorded`` (a run's), else serve's defaults. A
+    detection flag without --detect is a usage error: it would silently do nothing."""
+    loose = [name for name in ("hot_window", "hot_share", "apply_time")
+             if given.get(name) is not None]
+    if loose and not detect:
+        raise click.UsageError(f"--{loose[0].replace('_', '-')} sets the detection that "
+                               "--detect models: add --detect")
+    if not detect:
+        return None
+    from hotshard.detect.policy import Detection
+
+    base = recorded or Detection()
+    pick = {"hot_window": base.window_s, "hot_share": base.hot_share,
+            "apply_time": base.apply_s}
+    pick.update({k: v for k, v in given.items() if k in pick and v is not None})
+    return Detection(window_s=pick["hot_window"], hot_share=pick["hot_share"],
+                     apply_s=pick["apply_time"])
+
+
 __all__ = ["KEY_TYPE_RULE", "PARTITIONER_CHOICE", "AlternativeList", "Count", "HotEventSpec",
            "Seconds",
-           "SplitSpec", "need_shard_count", "partitioner_options"]
+           "SplitSpec", "detection_from", "detection_options", "need_shard_count",
+           "partitioner_options"]

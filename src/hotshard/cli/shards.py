@@ -9,8 +9,9 @@ import click
 from hotshard.cli._options import (
     KEY_TYPE_RULE,
     PARTITIONER_CHOICE,
-    Seconds,
     SplitSpec,
+    detection_from,
+    detection_options,
     need_shard_count,
     partitioner_options,
 )
@@ -94,14 +95,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
               help="Model serve's hot-key detection for the profile's events (its timelines): "
                    "how soon after its start each event's key is found hot and mitigated, "
                    "its shard carrying it unmitigated until then.")
-@click.option("--hot-window", type=Seconds(), metavar="DURATION",
-              help="With --detect: the sliding window hot keys are counted over (serve "
-                   "--hot-window) [default: 10s].")
-@click.option("--hot-share", type=float, metavar="F",
-              help="With --detect: the share of the window that makes a key hot, in (0, 1] "
-                   "(serve --hot-share) [default: 0.05].")
-@click.option("--apply-time", type=Seconds(zero=True), metavar="DURATION",
-              help="With --detect: how long an action takes once a key is found [default: 0].")
+@detection_options()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_hot, replicas,
             cache_hit, coalesce, hot_keys, slots_from, key_template, detect, hot_window,
@@ -148,18 +142,8 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict as run_predict
 
-    loose = [name for name, v in (("hot-window", hot_window), ("hot-share", hot_share),
-                                  ("apply-time", apply_time)) if v is not None]
-    if loose and not detect:
-        raise click.UsageError(f"--{loose[0]} sets the detection that --detect models: add "
-                               "--detect")
-    detection = None
-    if detect:
-        from hotshard.detect.policy import Detection
-
-        detection = Detection(**{k: v for k, v in (("window_s", hot_window),
-                                                   ("hot_share", hot_share),
-                                                   ("apply_s", apply_time)) if v is not None})
+    detection = detection_from(detect, {"hot_window": hot_window, "hot_share": hot_share,
+                                        "apply_time": apply_time})
     live = None
     if slots_from is not None:
         if partitioner != "redis-cluster":

@@ -7,7 +7,14 @@ import json
 import click
 
 from hotshard.cli._console import note, warn
-from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, SplitSpec
+from hotshard.cli._options import (
+    PARTITIONER_CHOICE,
+    HotEventSpec,
+    Seconds,
+    SplitSpec,
+    detection_from,
+    detection_options,
+)
 
 # simulate's options that a scenario may set (explicit flags win over the scenario's values)
 
@@ -70,16 +77,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds, Spl
                    "requests at least --hot-share, read every 0.5 s; a split stays), not to "
                    "the top keys from the start. Prints each event's time to detect and to "
                    "relief, and its shard's p99 during and after.")
-@click.option("--hot-window", type=Seconds(), metavar="DURATION",
-              help="With --detect: the sliding window hot keys are counted over, 1s to 1h "
-                   "(serve --hot-window) [default: 10s, or the run's with --like].")
-@click.option("--hot-share", type=float, metavar="F",
-              help="With --detect: the share of the window that makes a key hot, in (0, 1] "
-                   "(serve --hot-share) [default: 0.05, or the run's with --like].")
-@click.option("--apply-time", type=Seconds(zero=True), metavar="DURATION",
-              help="With --detect: how long an action takes to apply once a key is found "
-                   "hot (serve's read mitigations: 0; a store that moves data to split: "
-                   "longer) [default: 0].")
+@detection_options("or the run's with --like")
 @click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), metavar="MS",
               help="A p99 target: with events, how long each event's shard spent above it.")
 @click.option("--read-share", type=click.FloatRange(0, 1), metavar="F",
@@ -156,10 +154,8 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
     ctx = click.get_current_context()
     given = {name for name in ctx.params
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    loose = [name for name in ("hot_window", "hot_share", "apply_time") if name in given]
-    if loose and not detect:
-        raise click.UsageError(f"--{loose[0].replace('_', '-')} sets the detection that "
-                               "--detect models: add --detect")
+    detection = detection_from(detect, {name: ctx.params[name] for name in (
+        "hot_window", "hot_share", "apply_time")})
     if replay_path or like_path:
         _calibrated(given, locals())
         return
@@ -167,7 +163,6 @@ def simulate(profile_path, scenario, dist, rps, duration, shards, partitioner, w
         raise click.UsageError("--profile goes with --replay or --like; give a profile to "
                                "simulate as the PROFILE argument")
     options = _resolve(scenario, given, locals())
-    detection = _detection(detect, hot_window, hot_share, apply_time) if detect else None
     result = _run(options, given, hot_events=tuple(hot_events), cache_size=cache_size,
                   hit_ms=hit_ms, cache_hit=cache_hit, hot_keys=hot_keys, read_share=read_share,
                   seed=seed, scenario=scenario, detection=detection,
@@ -202,17 +197,6 @@ _FROM_THE_RUN = ("profile_path", "scenario", "dist", "service", "arrivals", "ord
                  "read_share", "hot_events", "cache_size")
 _LIKE_CHANGES = ("rps", "shards", "duration", "split_hot", "replicas", "cache_hit", "hot_keys",
                  "coalesce")
-
-
-def _detection(detect, window, share, apply_s, recorded=None):
-    """The detection --detect models: the flags given, else the run's (``recorded``), else
-    serve's defaults."""
-    from hotshard.detect.policy import Detection
-
-    base = recorded or Detection()
-    return Detection(window_s=base.window_s if window is None else window,
-                     hot_share=base.hot_share if share is None else share,
-                     apply_s=base.apply_s if apply_s is None else apply_s)
 
 
 def _transients(obs, slo_ms) -> None:
@@ -280,8 +264,7 @@ def _calibrated(given, values) -> None:
                 note(f"{path} does not record how its target finds hot keys (drive against "
                      "hotshard serve records it): serve's defaults, or --hot-window and "
                      "--hot-share")
-            detection = _detection(True, values["hot_window"], values["hot_share"],
-                                   values["apply_time"], recorded)
+            detection = detection_from(True, values, recorded)
             events = run_events(run)
             if not events:
                 note(f"{path} injected no event (drive --event): the detection is modelled "
