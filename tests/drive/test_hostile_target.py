@@ -5,63 +5,28 @@ and says what it could not trust."""
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import json
-import threading
 import time
 
 import pytest
 
 from hotshard.drive.record import MAX_DISTINCT_SHARDS, OTHER_SHARD, Recorder
 from hotshard.drive.run import sane_stats
+from tests._fake_http import fake_http, reply
 from tests.conftest import run_cli
 
 STATS = {"shards": [{"id": 0, "cpu_seconds": 1.0, "pid": 10}, {"id": 1, "cpu_seconds": 2.0,
                                                                 "pid": 11}]}
 
 
-@contextlib.contextmanager
 def target(messages, stats):
     """A target on 127.0.0.1: ``messages(req)`` answers the channel requests, ``stats(req)``
     its /stats."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _any(self):
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                (stats if self.path.startswith("/stats") else messages)(self)
-
-        do_GET = do_POST = _any  # noqa: N815 - http.server's names
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _reply(req, status=200, body=b"{}", headers=()):
-    length = int(req.headers.get("Content-Length") or 0)
-    if length:
-        req.rfile.read(length)
-    req.send_response(status)
-    for name, value in headers:
-        req.send_header(name, value)
-    req.send_header("Content-Length", str(len(body)))
-    req.end_headers()
-    req.wfile.write(body)
+    return fake_http(lambda req: (stats if req.path.startswith("/stats") else messages)(req))
 
 
 def _stats_ok(req):
-    _reply(req, body=json.dumps(STATS).encode())
+    reply(req, body=json.dumps(STATS).encode())
 
 
 def _drive(url, tmp_path, *extra):
@@ -75,7 +40,7 @@ def test_a_target_redirecting_every_request_is_no_valid_run(tmp_path):
     """Every answer a 302: drive does not follow it, so none of the run reached the service
     it was pointed at: failures, the run invalid (exit 3), each counted as http 302."""
     def redirect(req):
-        _reply(req, 302, b"", [("Location", "http://elsewhere.example/")])
+        reply(req, 302, b"", [("Location", "http://elsewhere.example/")])
 
     with target(redirect, _stats_ok) as url:
         res, doc = _drive(url, tmp_path)
@@ -103,18 +68,18 @@ def test_an_untrustworthy_stats_costs_only_the_cpu_never_the_run(tmp_path, stats
             for _ in range(300):
                 req.wfile.write(b" " * (1 << 20))
         elif stats == "truncated":
-            _reply(req, body=json.dumps(STATS).encode()[:-9])
+            reply(req, body=json.dumps(STATS).encode()[:-9])
         elif stats == "shards-dict":
-            _reply(req, body=b'{"shards": {"0": 1}}')
+            reply(req, body=b'{"shards": {"0": 1}}')
         elif stats == "odd-numbers":
-            _reply(req, body=json.dumps({"shards": [
+            reply(req, body=json.dumps({"shards": [
                 {"id": 0, "cpu_seconds": "lots", "pid": [1]}, {"id": {"x": 1}},
                 {"id": 1, "cpu_seconds": 1e308, "replicas": "r"}, 7]}).encode())
         else:
-            _reply(req, body=b'{"shards": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+            reply(req, body=b'{"shards": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
 
     def ok(req):
-        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
+        reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
 
     started = time.monotonic()
     with target(ok, serve_stats) as url:
@@ -155,13 +120,13 @@ def test_a_shard_that_restarted_mid_run_has_unknown_cpu_not_zero(tmp_path):
     def changing(req):
         reads.append(1)
         after = len(reads) > 1
-        _reply(req, body=json.dumps({"shards": [
+        reply(req, body=json.dumps({"shards": [
             {"id": 0, "cpu_seconds": 5.0 if after else 1.0, "pid": 10},
             {"id": 1, "cpu_seconds": 0.2 if after else 9.0, "pid": 99 if after else 11,
              "restarts": 1 if after else 0}]}).encode())
 
     def ok(req):
-        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0" if "k0" in req.path else "1")])
+        reply(req, 200, b'{"messages": []}', [("X-Shard", "0" if "k0" in req.path else "1")])
 
     with target(ok, changing) as url:
         res, doc = _drive(url, tmp_path)
@@ -187,7 +152,7 @@ def test_a_drive_stopped_before_its_first_request_exits_130_with_nothing_written
     from tests.conftest import ROOT
 
     def ok(req):
-        _reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
+        reply(req, 200, b'{"messages": []}', [("X-Shard", "0")])
 
     def slow_stats(req):   # the read before the run: the driver waits on it (2 s bound)
         time.sleep(1.5)

@@ -5,40 +5,15 @@ within its bounds, or in observations that say what was left out."""
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import json
-import threading
 import time
 
 import pytest
 
+from tests._fake_http import fake_http as fake_prometheus
 from tests.conftest import peak_rss_mb, run_cli
 
 WINDOW = ["--start", "1000", "--end", "1060"]
-
-
-@contextlib.contextmanager
-def fake_prometheus(handler):
-    """An HTTP server on 127.0.0.1 answering every GET with ``handler(path, wfile, send)``."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                handler(self)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _json(req, doc, status=200):
