@@ -90,7 +90,9 @@ def test_progress_off_a_terminal_is_a_plain_line_now_and_then(capsys):
 
 
 def test_a_drive_off_a_terminal_says_how_it_goes_now_and_then(capsys):
-    """A minute's drive piped to a log was a minute of silence: now a plain line every 15 s."""
+    """A minute's drive piped to a log was a minute of silence: now a plain line every
+    PLAIN_EVERY_S (5 s)."""
+    from hotshard.cli._console import PLAIN_EVERY_S as EVERY
     from hotshard.cli.drive import _Live
     from hotshard.drive.record import Recorder
 
@@ -99,12 +101,13 @@ def test_a_drive_off_a_terminal_says_how_it_goes_now_and_then(capsys):
     rec = Recorder()
     rec.record(intended=0.0, sent=0.0, done=0.002, shard="0", error=None, is_read=True,
                key="k")
-    for t in (5, 16, 20, 31):
-        now[0] = float(t)
-        live.update({"t": float(t), "sent": 200 * t, "inflight": 3, "recorder": rec})
+    for t in (EVERY / 3, EVERY * 1.2, EVERY * 1.6, EVERY * 2.4):  # lines at 1.2 and 2.4
+        now[0] = t
+        live.update({"t": t, "sent": round(200 * t), "inflight": 3, "recorder": rec})
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and all(x.startswith("hotshard: progress:") for x in lines)
-    assert "sent 3,200 (200/s)" in lines[0] and "p99 so far 2.0 ms" in lines[0]
+    assert f"sent {round(200 * EVERY * 1.2):,} (200/s)" in lines[0]
+    assert "p99 so far 2.0 ms" in lines[0]
     assert _Live(False, tty=False).plain is False
 
 

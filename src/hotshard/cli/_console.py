@@ -69,7 +69,7 @@ def interruptible(work, slow_note: str | None = None):
 
 # Not on a terminal (a CI log, a pipe), progress is a plain line at most this often: a
 # command shorter than this prints none, a long one shows it is alive and how far it got.
-PLAIN_EVERY_S = 15.0
+PLAIN_EVERY_S = 5.0
 
 
 class ProgressBar:
@@ -116,8 +116,9 @@ class ProgressBar:
             return
         if self._bar is None:
             return
-        if stage not in self._tasks:
-            self._tasks[stage] = self._bar.add_task(stage, total=1.0)
+        if stage not in self._tasks:   # a stage with no fraction pulses: it is under way
+            self._tasks[stage] = self._bar.add_task(
+                stage, total=None if fraction is None else 1.0)
         if fraction is not None:
             self._bar.update(self._tasks[stage], completed=fraction)
 

@@ -109,8 +109,11 @@ def _run(test_inputs, production_path, key, time_col, partitioner, shards, key_t
                                integer_keys=production.integer_keys, **layout)
     elif shards is not None:
         raise click.UsageError("--shards goes with --partitioner")
-    test, counts = profile_test(test_inputs, production=production, key=key, partitioner=part,
-                                time_col=time_col)
+    from hotshard.cli._console import ProgressBar
+
+    with ProgressBar(True) as bar:   # 1e7 events take seconds: say how far it is
+        test, counts = profile_test(test_inputs, production=production, key=key,
+                                    partitioner=part, time_col=time_col, progress=bar.callback)
     report = run_check(test, production, partitioner=part, cache_size=cache_size,
                        thresholds=limits, test_counts=counts, allow_disjoint=allow_disjoint)
     if as_json:

@@ -68,16 +68,22 @@ def fit(input_path, column, histogram, xmin, bootstrap, seed, workers, compare, 
     except HeaderLineError as exc:  # the library names the parameter; here it is a flag
         flag = f"--column {exc.columns[0]}" if len(exc.columns) == 1 else "--column NAME"
         raise InputError(f"{exc} ({flag})") from None
-    def work():
+    def work(progress=None):
         return fit_power_law(data.values, data.counts, xmin=xmin, bootstrap=bootstrap,
                              seed=seed, workers=workers, compare=compare or (),
-                             min_tail=min_tail)
+                             min_tail=min_tail, progress=progress)
 
     # the compiled scan holds the main thread for minutes on huge inputs: run it in a thread
     # so Ctrl-C and SIGTERM are still handled (the bootstrap's process pool is interruptible)
     slow = None if xmin else ("the fit is taking a while: choosing xmin tries every distinct "
                               "value (Ctrl-C stops it); --xmin N fixes the tail's start")
-    result = work() if bootstrap else interruptible(work, slow_note=slow)
+    if bootstrap:   # thousands of refits: say how far they are
+        from hotshard.cli._console import ProgressBar
+
+        with ProgressBar(True) as bar:
+            result = work(bar.callback)
+    else:
+        result = interruptible(work, slow_note=slow)
     if result.zeros_dropped:
         note(f"dropped {result.zeros_dropped:,} zero values (a power law lives on x >= 1)")
     payload = {"source": input_path, **result.to_dict()}

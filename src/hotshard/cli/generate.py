@@ -117,11 +117,13 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         if ignored:
             raise click.UsageError(f"--verify checks an existing file: {', '.join(ignored)} "
                                    "would be ignored (it takes --keys, --key-scaling, --tail)")
+        from hotshard.cli._console import ProgressBar
         from hotshard.render import verify_summary
         from hotshard.workload.generate import verify_generated
 
-        report = verify_generated(Profile.load(args[0]), args[1], keys=keys,
-                                  key_scaling=key_scaling, tail=tail)
+        with ProgressBar(not quiet) as bar:
+            report = verify_generated(Profile.load(args[0]), args[1], keys=keys,
+                                      key_scaling=key_scaling, tail=tail, progress=bar.callback)
         if report.windows_left_out:
             note(f"left out the rows inside the file's {report.windows_left_out} event "
                  "window(s): the traffic there is the event's by design")

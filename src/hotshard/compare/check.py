@@ -413,7 +413,7 @@ GENERATED_TIME = "timestamp"
 
 
 def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None = None,
-                 partitioner=None, time_col: str | None = None
+                 partitioner=None, time_col: str | None = None, progress=None
                  ) -> tuple[Profile, dict[str, float] | None]:
     """The test's profile and its exact events of production's head keys.
 
@@ -423,7 +423,8 @@ def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None 
     profile of the test (then only its head is known key by key: counts are None).
     ``time_col`` names the stream's time column, so that its arrivals (burstiness) and its
     locality in time order are measured; when production has arrivals and none is named,
-    ``GENERATED_TIME`` is used if the stream has it.
+    ``GENERATED_TIME`` is used if the stream has it. ``progress(stage, fraction_or_None)``
+    hears how the profiling goes (``count_profile``'s), then the head keys' count.
     """
     from hotshard.profile.count import count_keys, count_profile, input_columns, resolve_inputs
 
@@ -452,7 +453,10 @@ def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None 
             raise InputError(f"say which column holds the test's keys (--key COL): it has no "
                              f"{wanted!r} column; its columns are {', '.join(columns)}")
     placements = (partitioner,) if partitioner is not None else ()
-    test = count_profile(files, key=column, placements=placements, time_col=time_col)
+    test = count_profile(files, key=column, placements=placements, time_col=time_col,
+                         progress=progress)
+    if progress is not None:
+        progress("counting production's head keys in the test", None)
     counts = count_keys(files, key=column, keys=comparable_head_keys(production))
     return test, counts
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -346,6 +346,7 @@ def fit_power_law(
     min_tail: int = MIN_TAIL,
     xmax: int | None = None,
     engine: str = "auto",
+    progress: Callable[[str, float | None], None] | None = None,
 ) -> PowerLawFit:
     """Fit a discrete power law to the tail of positive integer data (CSN 2009).
 
@@ -380,6 +381,9 @@ def fit_power_law(
         far faster on large scans. ``auto`` (default) takes numpy for scans of up to 2.5
         million (candidate, distinct value) pairs, else numba. The results agree to rounding; the
         bootstrap's refits use numba unless ``engine='numpy'``.
+    progress : callable, optional
+        Called as ``progress("bootstrap", fraction)`` as the bootstrap's sets are refitted (a
+        bootstrap of thousands takes seconds to minutes).
 
     Returns
     -------
@@ -439,7 +443,8 @@ def fit_power_law(
     gof = None
     if bootstrap:
         gof = bootstrap_gof(tab, result, n_sets=bootstrap, seed=seed, workers=workers,
-                            min_tail=min_tail, engine="numpy" if engine == "numpy" else "numba")
+                            min_tail=min_tail, engine="numpy" if engine == "numpy" else "numba",
+                            progress=progress)
     comparisons = ()
     if compare:
         from hotshard.profile import alternatives  # scipy.optimize/stats: only when comparing
@@ -490,6 +495,7 @@ def bootstrap_gof(
     workers: int | None = None,
     min_tail: int = MIN_TAIL,
     engine: str = "numba",
+    progress: Callable[[str, float | None], None] | None = None,
 ) -> GoodnessOfFit:
     """CSN semi-parametric bootstrap goodness-of-fit test.
 
@@ -508,23 +514,24 @@ def bootstrap_gof(
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     workers = max(1, min(workers or os.cpu_count() or 1, n_sets))
     chunks = [list(c) for c in np.array_split(np.arange(n_sets), min(n_sets, 8 * workers))]
+    parts = []
+
+    def done(part: list[float]) -> None:   # chunks come back in order: the result is fixed
+        parts.append(part)
+        if progress is not None:
+            progress("bootstrap", len(parts) / len(chunks))
+
     if workers == 1:
-        parts = [_synthetic_ks(tab, fit, seed, c, min_tail, engine) for c in chunks]
+        for c in chunks:
+            done(_synthetic_ks(tab, fit, seed, c, min_tail, engine))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(
-                pool.map(
-                    _synthetic_ks,
-                    [tab] * len(chunks),
-                    [fit] * len(chunks),
-                    [seed] * len(chunks),
-                    chunks,
-                    [min_tail] * len(chunks),
-                    [engine] * len(chunks),
-                )
-            )
+            for part in pool.map(_synthetic_ks, [tab] * len(chunks), [fit] * len(chunks),
+                                 [seed] * len(chunks), chunks, [min_tail] * len(chunks),
+                                 [engine] * len(chunks)):
+                done(part)
     ks = np.array([d for part in parts for d in part])
     return GoodnessOfFit(
         p_value=float(np.mean(ks >= fit.ks)),

@@ -326,7 +326,7 @@ def generation_options(path: str) -> dict[str, str]:
 
 def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
                 alpha: float = 0.001, skip_ms: Sequence[Sequence[int]] = (),
-                order: str | None = None) -> VerifyReport:
+                order: str | None = None, progress=None) -> VerifyReport:
     """Test a generated file against the profile it was generated from.
 
     Head: each head key's count must lie in its binomial band, two-sided, Bonferroni-corrected
@@ -341,10 +341,15 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
     scaled count and every tail class its keys' even split, so both checks are exact (the
     counts of the head keys, and the multiset of the tail keys' counts). ``order`` None: what
     a Parquet file records; a file that records nothing (CSV, a feeder) passes either way.
+    ``progress(stage, None)`` hears each step begin.
     """
     from scipy import stats
 
+    if progress is not None:
+        progress("counting the file's keys", None)
     by_key, _, n = _read_key_counts(path, skip_ms)
+    if progress is not None:
+        progress("checking them against the profile", None)
     if n == 0:
         raise InputError(f"{path} holds no events")
     sampler: ProfileSampler = from_profile(profile, tail=tail)
@@ -385,11 +390,13 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
 
 
 def verify_generated(profile: Profile, path: str, *, keys: int | None = None,
-                     key_scaling: str | None = None, tail: str | None = None) -> VerifyReport:
+                     key_scaling: str | None = None, tail: str | None = None,
+                     progress=None) -> VerifyReport:
     """``generate --verify``: test a generated file against the profile it came from, scaled
     and read as the file records it was made (its Parquet metadata: keys, key scaling, tail,
     order, the big events' windows). An option given here fills what the file does not record
     (a CSV records nothing); one that contradicts the record is refused rather than judged.
+    ``progress(stage, None)`` hears each step begin (a billion keys take seconds).
 
     Raises
     ------
@@ -406,10 +413,12 @@ def verify_generated(profile: Profile, path: str, *, keys: int | None = None,
     if keys is None and "keys" in made:
         keys = int(made["keys"])
     if keys is not None:
+        if progress is not None:
+            progress(f"scaling the profile to {keys:,} keys", None)
         profile = profile.scaled(keys=keys, key_scaling=key_scaling)
     windows = json.loads(made.get("event_windows_ms", "[]"))
     report = verify_file(profile, path, tail=tail or made.get("tail", "power_law"),
-                         skip_ms=windows, order=made.get("order"))
+                         skip_ms=windows, order=made.get("order"), progress=progress)
     return replace(report, windows_left_out=len(windows))
 
 
