@@ -20,6 +20,17 @@ def test_bootstrap_identical_for_any_number_of_workers():
     assert one.seed == 11
 
 
+def test_bootstrap_progress_reaches_the_end_and_changes_nothing():
+    """`fit --bootstrap` shows how far the refits are; hearing it must not change the p."""
+    x = np.loadtxt(shared("csn", "terrorism.txt"), dtype=np.int64)
+    heard = []
+    told = fit_power_law(x, bootstrap=40, seed=11, workers=2,
+                         progress=lambda stage, f: heard.append((stage, f))).gof
+    assert told == fit_power_law(x, bootstrap=40, seed=11, workers=2).gof
+    fractions = [f for stage, f in heard if stage == "bootstrap"]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) > 1
+
+
 def test_bootstrap_accepts_a_true_power_law_and_rejects_an_exponential():
     rng = np.random.default_rng(3)
     true_pl = DiscretePowerLaw(2.5, 1).rvs(3000, rng=rng)
