@@ -62,3 +62,22 @@ def test_clock_keeps_one_form_per_span():
     assert [clock(t, 7200) for t in (0, 2.5, 3600, 4200, 7200)] == [
         "0:00", "0:02.5", "60:00", "70:00", "120:00"]
     assert clock(36_000, 86_400) == "10:00:00" and clock(90_061, 400_000) == "1d 01:01"
+
+
+def test_a_latency_takes_the_unit_its_size_calls_for():
+    from hotshard._format import latency
+
+    assert [latency(v) for v in (9.17, 53.4, 842.0, 14_100.0, 130_000.0, 13_844_480.0)] == [
+        "9.17 ms", "53.4 ms", "842 ms", "14.1 s", "2.17 min", "3.85 h"]
+    assert latency(None) == "-" and latency(float("nan")) == "-"
+
+
+def test_a_row_of_latencies_writes_a_shared_unit_once_and_fits_any_backlog():
+    from hotshard._format import latencies
+
+    assert latencies([6.71, 23.7, 53.4, 94.4]) == "6.71/23.7/53.4/94.4 ms"
+    assert latencies([7_118_848.0, 13_025_280.0, 13_975_552.0]) == "1.98/3.62/3.88 h"
+    # mixed sizes keep each its own unit: a 9 ms p50 is not 0.00 h
+    assert latencies([9.17, 9_781_248.0]) == "9.17 ms/2.72 h"
+    row = latencies([1e300, 1e301, float("inf")])
+    assert row == "2.8e+293/2.8e+294/- h"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["HUGE", "clock", "count", "ms", "pct", "pct_apart", "pp", "rps", "times", "whole"]
+__all__ = ["HUGE", "clock", "count", "latencies", "latency", "ms", "pct", "pct_apart", "pp",
+           "rps", "times", "whole"]
 
 
 def _percent_text(v: float, sign: str = "", digits: int = 2) -> str:
@@ -65,11 +66,41 @@ def ms(x: float) -> str:
     return f"{whole(x)} ms" if x >= 10 else f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms"
 
 
+# a latency's unit by its size: below a second in ms, then s, min and h (a backlog's p99 in
+# hours reads as hours, not as 13,844,480.0 ms)
+_UNITS = ((1_000.0, "ms", 1.0), (60_000.0, "s", 1_000.0), (3_600_000.0, "min", 60_000.0),
+          (math.inf, "h", 3_600_000.0))
+
+
+def _three_digits(x: float) -> str:
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else whole(x)
+
+
+def latency(value_ms: float | None) -> str:
+    """One latency to about three digits in the unit its size calls for (``9.20 ms``,
+    ``842 ms``, ``14.1 s``, ``3.9 h``); ``-`` when there is none."""
+    if value_ms is None or not math.isfinite(value_ms):
+        return "-"
+    _, unit, scale = next(u for u in _UNITS if value_ms < u[0])
+    return f"{_three_digits(value_ms / scale)} {unit}"
+
+
+def latencies(values_ms: list[float | None]) -> str:
+    """Percentiles in a row that fits a terminal whatever the backlog: one unit written once
+    when they share it (``6.71/23.7/53.4/94.4 ms``), else each with its own (``9.20 ms/2.72
+    h/3.85 h``)."""
+    shown = [latency(v).split(" ") for v in values_ms]
+    units = {parts[1] for parts in shown if len(parts) == 2}
+    if len(units) <= 1:
+        return "/".join(parts[0] for parts in shown) + (f" {units.pop()}" if units else "")
+    return "/".join(" ".join(parts) for parts in shown)
+
+
 def times(x: float) -> str:
     """A ratio: two decimals below 2x (where 1.05x and 1.5x differ), one to 10x, then whole."""
     if x >= HUGE or not math.isfinite(x):
         return f"{x:.2g}x"
-    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 2 else f"{x:.2f}x"
+    return f"{x:,.0f}x" if x >= 10 else f"{x:.1f}x" if x >= 2 else f"{x:.2f}x"
 
 
 def rps(x: float) -> str:

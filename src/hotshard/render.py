@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from hotshard._format import pct, pct_apart, shown, sparkline
+from hotshard._format import latencies, latency, pct, pct_apart, shown, sparkline, times
 from hotshard.profile.fit import PowerLawFit
 
 __all__ = ["check_summary", "cluster_status_text", "fit_summary"]
@@ -284,52 +284,58 @@ def simulation_summary(result) -> str:
     def plural(n, word):
         return f"{n:,} {word}{'' if n == 1 else 's'}"
 
-    lines = [f"Simulated {format_duration(result.duration)} at {result.rps:,.4g} req/s "
-             f"({plural(result.requests, 'request')}, {result.key_generator} keys"
-             f"{_ORDER_TEXT.get(result.key_order, '')}) on "
-             f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each"]
-    lines.append(f"  service {_spec_text(m.service.to_dict())}; arrivals "
-                 f"{_spec_text(m.arrivals.to_dict())}; reads {result.reads}")
+    lines = [f"Simulated {format_duration(result.duration)} at {result.rps:,.4g} req/s on "
+             f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each",
+             f"  requests  {result.requests:,}, {result.key_generator} keys"
+             f"{_ORDER_TEXT.get(result.key_order, '')}"]
+    lines.append(f"  service {_spec_text(m.service.to_dict())}; reads {result.reads}")
+    lines.append(f"  arrivals {_spec_text(m.arrivals.to_dict())}")
     for e in result.events:
         end = format_duration(min(e.end, result.duration))
         lines.append(f"  event: {pct(e.share)} of all requests to key {shown(e.key)} from "
                      f"{format_duration(e.start)} to {end}")
+    mitigations = None
     if result.detection is not None:
         applied = "mitigated from then on" if w.active else "nothing to apply"
-        lines.append(f"  detection: {result.detection.text()}: {applied}")
+        lines += _wrapped(f"  detection: {result.detection.text()}: {applied}")
         if w.cache_hit > 0:
-            lines.append(f"  mitigations: {pct(w.cache_hit)} of a hot key's reads hit a local "
-                         "cache" + (f"; {w.text()}" if w.replicas > 1 or w.coalesce
-                                    or w.splits else ""))
+            mitigations = (f"{pct(w.cache_hit)} of a hot key's reads hit a local cache"
+                           + (f"; {w.text()}" if w.replicas > 1 or w.coalesce or w.splits
+                              else ""))
         elif w.active:
-            lines.append(f"  mitigations: {w.text()}")
+            mitigations = w.text()
     elif w.active:
-        lines.append(f"  mitigations: {w.text()}")
+        mitigations = w.text()
+    if mitigations:
+        lines += _wrapped(f"  mitigations: {mitigations}")
     quantiles = result.percentiles()
     if quantiles:
-        lines.append("  latency   " + "  ".join(f"{k} {quantiles[k]:,.1f} ms" for k in
-                                              ("p50", "p90", "p99", "p999", "max")))
+        lines.append("  latency   p50/p90/p99/p99.9/max " + latencies(
+            [quantiles[k] for k in ("p50", "p90", "p99", "p999", "max")]))
     cpu = [s.cpu for s in result.shards]
     order = sorted(range(len(cpu)), key=lambda i: (-cpu[i], -result.shards[i].requests))
     median = float(np.median(cpu))
     p99s = [s.p99_ms for s in result.shards if s.p99_ms is not None]
     typical_p99 = float(np.median(p99s)) if p99s else 0.0
     width = len(str(len(cpu) - 1))
-    lines.append(f"  shards    median CPU {pct(median)}; hottest:")
-    for i in order[:5]:
+    hottest = order[:5]
+    req_width = max((len(f"{result.shards[i].requests:,}") for i in hottest), default=1)
+    lines.append(f"  shards    median CPU {pct(median)}; hottest (latency p50/p90/p99/p99.9, "
+                 "queue mean and max):")
+    for i in hottest:
         s = result.shards[i]
         if s.p99_ms is None:
             lines.append(f"    shard {i:>{width}}  no requests")
             continue
-        flag = ""
+        lines.append(f"    shard {i:>{width}}  CPU {pct(s.cpu):>4}  {s.requests:>{req_width},} "
+                     f"req  {latencies([s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms])}  queue "
+                     f"{_queue_text(s.mean_queue)}, {_queue_text(s.max_queue)}")
         if s.cpu >= 0.99:
-            flag = "  SATURATED: arrivals outran service the whole window"
+            lines.append(f"    {'':>{6 + width}}SATURATED: arrivals outran service the whole "
+                         "window")
         elif typical_p99 and s.p99_ms > 10 * typical_p99:
-            flag = f"  BACKLOG: p99 {s.p99_ms / typical_p99:,.0f}x a typical shard's"
-        lines.append(f"    shard {i:>{width}}  CPU {pct(s.cpu):>4}  {s.requests:>10,} req  "
-                     f"p50/p90/p99/p99.9 {s.p50_ms:,.1f}/{s.p90_ms:,.1f}/{s.p99_ms:,.1f}/"
-                     f"{s.p999_ms:,.1f} ms  queue mean {s.mean_queue:.1f} max "
-                     f"{s.max_queue:,}{flag}")
+            lines.append(f"    {'':>{6 + width}}BACKLOG: p99 {times(s.p99_ms / typical_p99)} a "
+                         "typical shard's")
     if result.cache_hit_rate is not None:
         lines.append(f"  cache     {m.cache_size:,} entries per shard: read hit rate "
                      f"{pct(result.cache_hit_rate)}")
@@ -341,7 +347,7 @@ def simulation_summary(result) -> str:
 
 
 _TABLE_WINDOWS = 24   # at most this many windows get a line each; more, a sparkline
-_SPARK_MARKS = 72     # a sparkline's widest: more windows share a mark (their highest)
+_SPARK_MARKS = 60     # a sparkline's widest: more windows share a mark (their highest)
 
 
 def _clock(seconds: float, total: float) -> str:
@@ -351,8 +357,31 @@ def _clock(seconds: float, total: float) -> str:
     return clock(seconds, total)
 
 
+# a summary's lines fit a terminal this wide; a long sentence goes on under its label
+SUMMARY_WIDTH = 100
+
+
+def _wrapped(line: str) -> list[str]:
+    """``line`` (``  label: text``) in lines of ``SUMMARY_WIDTH``, continued under the text."""
+    label = len(line) - len(line.lstrip()) + line.lstrip().find(": ") + 2
+    return textwrap.wrap(line, SUMMARY_WIDTH, subsequent_indent=" " * label,
+                         break_on_hyphens=False) or [line]
+
+
+def _queue_text(n: float) -> str:
+    """A queue length in a few characters: 0.8, 32, 4,434, 12k, 1.4M."""
+    if n < 10:
+        return f"{n:.1f}"
+    for limit, suffix, scale in ((1e4, "", 1), (1e6, "k", 1e3), (1e9, "M", 1e6)):
+        if n < limit:
+            value = n / scale
+            return f"{value:,.0f}{suffix}" if value >= 10 or not suffix else \
+                f"{value:.1f}{suffix}"
+    return f"{n / 1e9:.1f}G"
+
+
 def _ms_text(value) -> str:
-    return "-" if value is None or value != value else f"{value:,.1f} ms"
+    return "-" if value is None or value != value else latency(value)
 
 
 def _simulation_windows(result) -> list[str]:
@@ -409,9 +438,9 @@ def _simulation_windows(result) -> list[str]:
     lines.append(f"  peak window {_clock(series.starts[k_peak], total)}-"
                  f"{_clock(series.ends[k_peak], total)}: shard {hot} at {pct(cpu[k_peak])} "
                  "CPU, " + ("no requests arrived" if p99_peak != p99_peak
-                            else f"p99 {p99_peak:,.0f} ms")
+                            else f"p99 {latency(p99_peak)}")
                  + f" (whole run: {pct(whole.cpu)}, "
-                 + ("no requests" if whole.p99_ms is None else f"{whole.p99_ms:,.0f} ms") + ")")
+                 + ("no requests" if whole.p99_ms is None else latency(whole.p99_ms)) + ")")
     return lines
 
 
@@ -463,9 +492,10 @@ def _spec_text(spec: dict) -> str:
     kind = spec.get("kind", "")
     if kind == "profile":  # production's measured arrivals: its burstiness in one phrase
         idc = {float(k): v for k, v in spec.get("idc", {}).items()}
-        shown = ", ".join(f"{_seconds_text(k)} {v:.3g}" for k, v in sorted(idc.items())
-                          if k in (1.0, 10.0, 60.0))
-        return ("the profile's measured rate shape and bursts"
+        kept = [(k, v) for k, v in sorted(idc.items()) if k in (1.0, 10.0, 60.0)]
+        shown = (", ".join(f"{v:.3g}" for _, v in kept) + " at "
+                 + ", ".join(f"{k:g}" for k, _ in kept) + " s") if kept else ""
+        return ("the profile's rate shape and bursts"
                 + (f" (index of dispersion {shown})" if shown else ""))
     parts = []
     for key, value in spec.items():

@@ -66,7 +66,7 @@ def test_text_summary_and_files(tmp_path):
     res = run_cli("simulate", "--dist", "zipf:1.1:1e5", "--rps", "2000", "--duration", "1m",
                   "-n", "16", "-o", str(out))
     assert res.returncode == 0, res.stderr
-    assert "latency   p50" in res.stdout and "hottest:" in res.stdout
+    assert "latency   p50/p90/p99/p99.9/max" in res.stdout and "hottest (latency" in res.stdout
     from hotshard.observations import Observations
 
     assert len(Observations.load(out).shards) == 16
