@@ -100,7 +100,8 @@ def test_redis_cluster_observed_directly_and_through_redis_exporter(tmp_path):
                 try:
                     assert sampled.wait(30)
                     r = run_cli("drive", state.url, "--keys", PROFILE, "--rps", "2500",
-                                "--duration", "10s", "--seed", "5", "-q")
+                                "--duration", "10s", "--seed", "5", "-q", "-o",
+                                str(tmp_path / "drive.json"))
                     assert r.returncode == 0, r.stderr
                 finally:
                     finish.set()
@@ -119,9 +120,19 @@ def test_redis_cluster_observed_directly_and_through_redis_exporter(tmp_path):
     assert [s["node"] for s in direct["shards"]] == [f"127.0.0.1:{p}" for p in state.ports]
     assert [s["id"] for s in through["shards"]] == targets  # natural order: by port
     assert sum(s["requests"] for s in direct["shards"]) > 22_000
+    # what the driver saw answered by each node (numbered by address, as the ports are): the
+    # truth the server-side counts must match, but for what the driver does not count as a
+    # request (its CLUSTER SLOTS reads, a redirected try, one cut off by the run's end)
+    driven = json.loads((tmp_path / "drive.json").read_text())
+    sent = [s["requests"] for s in sorted(driven["shards"], key=lambda s: int(s["id"]))]
+    sent_shares = [n / sum(sent) for n in sent]
     for name, obs in (("INFO", direct), ("redis_exporter", through)):
-        for node, (m, p) in enumerate(zip(_shares(obs), expected, strict=True)):
-            assert abs(m - p) < 0.01, (name, node, _shares(obs), expected)
+        for node, (m, d, p) in enumerate(zip(_shares(obs), sent_shares, expected, strict=True)):
+            assert abs(m - d) < 0.01, (name, node, _shares(obs), sent_shares)
+            # the model's shares are the whole profile's; a 10 s run sends a stretch of its
+            # locality-ordered stream (cut short when the machine lags), so it sits within
+            # two points of them rather than exactly on them
+            assert abs(m - p) < 0.02, (name, node, _shares(obs), expected)
     for a, b in zip(_shares(direct), _shares(through), strict=True):
         assert abs(a - b) < 0.005, (_shares(direct), _shares(through))
     for obs in (direct, through):  # the hot node's single core works hardest
