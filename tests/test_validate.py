@@ -67,3 +67,38 @@ def test_readers_return_plain_values():
     assert type(F.count(np.int64(3), "x")) is int and F.count(3.0, "x") == 3
     copy = OBS.json_object({"a": [1]}, "extra")
     assert copy == {"a": [1]}
+
+
+ARRIVALS = {"resolution_s": 60, "counts": [5, 7, 9]}
+TIMELINES = {"start": 0, "seconds": 3600, "windows": 2, "counts": [[3, 4], [1, 0]]}
+
+
+@pytest.mark.parametrize(("section", "doc", "message"), [
+    ("arrivals", {**ARRIVALS, "counts": [5, "7", 9]},
+     'arrivals.counts[1] must be an integer >= 0, got "7" (a string)'),
+    ("arrivals", {**ARRIVALS, "counts": [5, 2**63, 9]}, "arrivals.counts[1] must be below 2^63"),
+    ("arrivals", {"counts": [1]}, "arrivals.resolution_s is missing: add it (a number > 0)"),
+    ("arrivals", {**ARRIVALS, "idc": {"1": float("inf")}},
+     "arrivals.idc.1 must be a number >= 0, got Infinity (not a finite number)"),
+    ("arrivals", {**ARRIVALS, "tick_s": -1}, "arrivals.tick_s must be a number > 0, got -1"),
+    ("timelines", {**TIMELINES, "counts": [[3, 4], [1]]},
+     "timelines.counts[1] must hold 2 counts (windows), got 1"),
+    ("timelines", {**TIMELINES, "windows": 0}, "timelines.windows must be an integer >= 1"),
+    ("timelines", {**TIMELINES, "seconds": True},
+     "timelines.seconds must be a number > 0, got true (a boolean)"),
+    ("locality", {"bins_per_octave": 8, "order": "file", "events": -1},
+     "locality.events must be an integer >= 0, got -1"),
+    ("locality", {"bins_per_octave": 8, "order": "rows", "events": 1},
+     'locality.order must be "file" or "time:<column>", got "rows" (a string)'),
+])
+def test_the_time_sections_read_through_the_same_readers(section, doc, message):
+    """The profile's time sections word a bad field as every other section does: its path,
+    the rule, the value as JSON (they used to check by hand, each its own way)."""
+    from hotshard.profile.arrivals import ArrivalModel
+    from hotshard.profile.locality import Locality
+    from hotshard.profile.timelines import Timelines
+
+    read = {"arrivals": ArrivalModel, "timelines": Timelines, "locality": Locality}[section]
+    with pytest.raises(ProfileError) as caught:
+        read.from_dict(doc)
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -176,7 +176,7 @@ def test_the_section_round_trips_and_its_validation_names_the_field():
     bad = json.loads(json.dumps(doc))
     i = next(i for i, c in enumerate(bad["classes"]) if c["reuse"])
     bad["classes"][i]["reuse"] = bad["classes"][i]["reuse"][:-1]
-    with pytest.raises(ProfileError, match=rf"locality.classes\[{i}\]: stack and reuse"):
+    with pytest.raises(ProfileError, match=rf"locality.classes\[{i}\] holds stack and reuse"):
         Locality.from_dict(bad)
     bad = {**doc, "events": doc["events"] * 3}
     with pytest.raises(ProfileError, match="disagrees with itself"):

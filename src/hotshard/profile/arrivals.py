@@ -28,13 +28,13 @@ number of workers).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._validate import Fields, at, item
 from hotshard.errors import ProfileError
 
 __all__ = ["ALPHA_MAX", "ArrivalModel", "IDC_SCALES", "MAX_BINS", "alpha_from_sums",
@@ -135,52 +135,46 @@ class ArrivalModel:
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "arrivals") -> ArrivalModel:
-        if not isinstance(doc, Mapping):
-            raise ProfileError(f"{where} must be an object")
-        res = doc.get("resolution_s")
-        if isinstance(res, bool) or not isinstance(res, int | float) or not res > 0:
-            raise ProfileError(f"{where}.resolution_s must be a number > 0, got {res!r}")
-        counts = doc.get("counts")
-        if (not isinstance(counts, list) or not counts or not all(
-                isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63
-                for c in counts)):
-            raise ProfileError(f"{where}.counts must be a non-empty list of integers >= 0 "
-                               "(below 2^63)")
+        """The section read field by field (``_validate.Fields``); the rules that span
+        fields (the cascade's levels from ``resolution_s`` down, each starting where the
+        last ended, each a whole multiple of the next) checked after."""
+        f = _FIELDS
+        f.mapping(doc, where)
+        res = f.required(doc, "resolution_s", where, f.positive, "a number > 0")
+        counts = f.required(doc, "counts", where,
+                            lambda v, p: f.integers(v, p, nonempty=True),
+                            "a non-empty list of integers >= 0")
         if sum(counts) == 0:
-            raise ProfileError(f"{where}.counts holds no request")
-        raw_idc = doc.get("idc", {})
-        if not isinstance(raw_idc, Mapping) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e300
-                for v in raw_idc.values()):
-            raise ProfileError(f"{where}.idc must map a scale in seconds to a number >= 0")
-        levels = doc.get("cascade", [])
-        if not isinstance(levels, list):
-            raise ProfileError(f"{where}.cascade must be a list of levels, got {levels!r}")
+            raise f.fail(at(where, "counts"), "holds no request: profile a stream with some")
+        raw_idc = f.mapping(doc.get("idc", {}), at(where, "idc"),
+                            "an object mapping a scale in seconds to a number >= 0")
+        idc = {str(k): float(f.nonneg(v, at(at(where, "idc"), str(k))))
+               for k, v in raw_idc.items()}
+        levels = f.array(doc.get("cascade", []), at(where, "cascade"), "a list of levels")
         cascade = []
         for i, level in enumerate(levels):
-            values = [level.get(k) if isinstance(level, Mapping) else None
-                      for k in ("from_s", "to_s", "alpha")]
-            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-                raise ProfileError(f"{where}.cascade[{i}] must be an object with from_s, to_s "
-                                   "and alpha, numbers")
-            a, b, c = (float(v) for v in values)
-            if not (a > b > 0 and c > 0) or abs(a / b - round(a / b)) > 1e-6:
-                raise ProfileError(f"{where}.cascade[{i}]: from_s must be a whole multiple of "
-                                   "to_s, both > 0, and alpha > 0")
+            path = item(at(where, "cascade"), i)
+            f.mapping(level, path, "an object with from_s, to_s and alpha")
+            a, b, c = (float(f.required(level, k, path, f.positive, "a number > 0"))
+                       for k in ("from_s", "to_s", "alpha"))
+            if not a > b or abs(a / b - round(a / b)) > 1e-6:
+                raise f.fail(path, f"from_s must be a whole multiple of to_s, got {a:g} and "
+                                   f"{b:g}")
             cascade.append((a, b, c))
-        for (_, b, _), (a, _, _) in zip(cascade, cascade[1:], strict=False):
+        for i, ((_, b, _), (a, _, _)) in enumerate(zip(cascade, cascade[1:], strict=False)):
             if abs(a - b) > 1e-9:
-                raise ProfileError(f"{where}.cascade: each level must start where the last "
-                                   "ended")
+                raise f.fail(item(at(where, "cascade"), i + 1),
+                             f"must start where the last level ended ({b:g} s), got {a:g}")
         if cascade and abs(cascade[0][0] - float(res)) > 1e-9:
-            raise ProfileError(f"{where}.cascade must start at resolution_s")
+            raise f.fail(at(where, "cascade"), f"must start at resolution_s ({res:g}), got "
+                                               f"{cascade[0][0]:g}")
         tick = doc.get("tick_s")
-        if tick is not None and (isinstance(tick, bool) or not isinstance(tick, int | float)
-                                 or not tick > 0):
-            raise ProfileError(f"{where}.tick_s must be a number > 0, got {tick!r}")
-        return cls(float(res), np.asarray(counts, dtype=np.int64),
-                   {str(k): float(v) for k, v in raw_idc.items()}, tuple(cascade),
-                   None if tick is None else float(tick))
+        if tick is not None:
+            tick = float(f.positive(tick, at(where, "tick_s")))
+        return cls(float(res), np.asarray(counts, dtype=np.int64), idc, tuple(cascade), tick)
+
+
+_FIELDS = Fields(ProfileError)
 
 
 def _plain(x: float) -> int | float:

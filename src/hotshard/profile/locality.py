@@ -42,13 +42,14 @@ references a few sampled hot keys bring (what SHARDS-adj corrects in part).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._validate import Fields, at, item
 from hotshard.errors import ProfileError
 
 __all__ = ["BINS_PER_OCTAVE", "EXACT_MAX_KEYS", "SAMPLE_RATE", "SHARDS_GROUPS", "SHARDS_WINDOW",
@@ -203,74 +204,59 @@ class Locality:
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "locality") -> Locality:
-        """Validate a decoded ``locality`` section; ProfileError names the field."""
-        if not isinstance(doc, Mapping):
-            raise ProfileError(f"{where} must be an object, got {type(doc).__name__}")
+        """Validate a decoded ``locality`` section; ProfileError names the field. Fields are
+        read by ``_validate.Fields``; the rules that span them (the curve's sizes against its
+        hit rates, the classes' references against ``events``) are checked here."""
+        f = _FIELDS
+        f.mapping(doc, where)
         if doc.get("bins_per_octave") != BINS_PER_OCTAVE:
-            raise ProfileError(f"{where}.bins_per_octave must be {BINS_PER_OCTAVE}, got "
-                               f"{doc.get('bins_per_octave')!r}")
-        order = doc.get("order")
-        if not isinstance(order, str) or not (order == "file" or order.startswith("time:")):
-            raise ProfileError(f'{where}.order must be "file" or "time:<column>", got '
-                               f"{order!r}")
-        rate = _number(doc.get("sample_rate", 1), f"{where}.sample_rate")
-        if not 0 < rate <= 1:
-            raise ProfileError(f"{where}.sample_rate must be in (0, 1], got {rate}")
-        events = int(_number(doc.get("events"), f"{where}.events"))
-        keys = int(_number(doc.get("keys"), f"{where}.keys"))
-        curve = doc.get("lru_hit_curve")
-        if not isinstance(curve, Mapping):
-            raise ProfileError(f"{where}.lru_hit_curve must be an object with sizes and "
-                               "hit_rates")
-        sizes = _array(curve.get("sizes"), f"{where}.lru_hit_curve.sizes")
-        hits = _array(curve.get("hit_rates"), f"{where}.lru_hit_curve.hit_rates")
+            raise f.wrong(at(where, "bins_per_octave"), str(BINS_PER_OCTAVE),
+                          doc.get("bins_per_octave"))
+        order = f.required(doc, "order", where, f.string, '"file" or "time:<column>"')
+        if not (order == "file" or order.startswith("time:")):
+            raise f.wrong(at(where, "order"), '"file" or "time:<column>"', order)
+        rate = f.positive(doc.get("sample_rate", 1), at(where, "sample_rate"))
+        if rate > 1:
+            raise f.wrong(at(where, "sample_rate"), "a fraction in (0, 1]", rate, numeric=True)
+        events = f.required(doc, "events", where, f.count, "an integer >= 0")
+        keys = f.required(doc, "keys", where, f.count, "an integer >= 0")
+        curve = f.required(doc, "lru_hit_curve", where, f.mapping,
+                           "an object with sizes and hit_rates")
+        path = at(where, "lru_hit_curve")
+        sizes = np.asarray(f.required(curve, "sizes", path, f.numbers, "a list of numbers"),
+                           dtype=np.float64)
+        hits = np.asarray(f.required(curve, "hit_rates", path, f.numbers,
+                                     "a list of fractions"), dtype=np.float64)
         if sizes.size != hits.size or sizes.size == 0:
-            raise ProfileError(f"{where}.lru_hit_curve: sizes and hit_rates must be non-empty "
-                               "lists of the same length")
+            raise f.fail(path, "sizes and hit_rates must be non-empty lists of the same "
+                               f"length, got {sizes.size} and {hits.size}")
         if np.any(np.diff(sizes) <= 0) or sizes[0] < 1:
-            raise ProfileError(f"{where}.lru_hit_curve.sizes must increase from 1 or more")
-        if np.any(hits < 0) or np.any(hits > 1) or np.any(np.diff(hits) < -1e-9):
-            raise ProfileError(f"{where}.lru_hit_curve.hit_rates must be fractions that never "
-                               "decrease with the cache size")
-        raw = doc.get("classes")
-        if not isinstance(raw, list):
-            raise ProfileError(f"{where}.classes must be a list")
-        classes = tuple(_parse_class(c, f"{where}.classes[{i}]") for i, c in enumerate(raw))
+            raise f.fail(at(path, "sizes"), "must increase from 1 or more")
+        if np.any(hits > 1) or np.any(np.diff(hits) < -1e-9):
+            raise f.fail(at(path, "hit_rates"), "must be fractions that never decrease with "
+                                                "the cache size")
+        raw = f.required(doc, "classes", where, f.array, "a list of classes")
+        classes = tuple(_parse_class(c, item(at(where, "classes"), i))
+                        for i, c in enumerate(raw))
         ids = [c.cls for c in classes]
         if ids != sorted(set(ids)):
-            raise ProfileError(f"{where}.classes must be in increasing class order, each once")
+            raise f.fail(at(where, "classes"), "must be in increasing class order, each once")
         total = sum(c.references for c in classes)
         # exact: every reference once; SHARDS: the sampled keys' references, R of the
         # stream's on average but as many as a few hot keys decide, never more than all
         if classes and (total > events or (rate >= 1 and total != events)):
-            raise ProfileError(f"{where}: the classes hold {total} references but events is "
-                               f"{events}: the section disagrees with itself")
-        error = _number(doc.get("expected_error", 0), f"{where}.expected_error")
-        if not 0 <= error <= 1:
-            raise ProfileError(f"{where}.expected_error must be a fraction, got {error}")
-        return cls(order, events, keys, classes, sizes.astype(np.int64), hits, rate, error)
+            raise f.fail(where, f"holds {total} references in its classes but events is "
+                                f"{events}: the section disagrees with itself")
+        error = f.fraction(doc.get("expected_error", 0), at(where, "expected_error"))
+        return cls(order, events, keys, classes, sizes.astype(np.int64), hits, float(rate),
+                   float(error))
+
+
+_FIELDS = Fields(ProfileError)
 
 
 def _plain(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ProfileError(f"{where} must be a number, got {value!r}")
-    if value < 0:
-        raise ProfileError(f"{where} must be >= 0, got {value}")
-    return float(value)
-
-
-def _array(value: Any, where: str) -> NDArray[np.float64]:
-    if not isinstance(value, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-        raise ProfileError(f"{where} must be a list of numbers")
-    arr = np.asarray(value, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ProfileError(f"{where} must hold finite numbers")
-    return arr
 
 
 def _pairs(value: Any, where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -280,10 +266,7 @@ def _pairs(value: Any, where: str) -> tuple[NDArray[np.int64], NDArray[np.int64]
         raise ProfileError(f"{where} must be a list: [first bin, count, count, ...]")
     if value and all(isinstance(v, list) for v in value):
         return _old_pairs(value, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
-               for v in value):
-        raise ProfileError(f"{where} must be a list of integers >= 0 (below 2^63): [first "
-                           "bin, count, count, ...]")
+    _FIELDS.integers(value, where)
     if not value:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     counts = np.asarray(value[1:], dtype=np.int64)
@@ -313,16 +296,15 @@ def _old_pairs(value: list, where: str) -> tuple[NDArray[np.int64], NDArray[np.i
 
 
 def _parse_class(doc: Any, where: str) -> ClassLocality:
-    if not isinstance(doc, Mapping):
-        raise ProfileError(f"{where} must be an object")
-    c = int(_number(doc.get("class"), f"{where}.class"))
-    keys = int(_number(doc.get("keys"), f"{where}.keys"))
-    first = int(_number(doc.get("first"), f"{where}.first"))
-    sb, sc = _pairs(doc.get("stack"), f"{where}.stack")
-    rb, rc = _pairs(doc.get("reuse"), f"{where}.reuse")
+    f = _FIELDS
+    f.mapping(doc, where)
+    c, keys, first = (f.required(doc, name, where, f.count, "an integer >= 0")
+                      for name in ("class", "keys", "first"))
+    sb, sc = _pairs(doc.get("stack"), at(where, "stack"))
+    rb, rc = _pairs(doc.get("reuse"), at(where, "reuse"))
     if sc.sum() != rc.sum():
-        raise ProfileError(f"{where}: stack and reuse histograms count {sc.sum()} and "
-                           f"{rc.sum()} re-references: they must count the same ones")
+        raise f.fail(where, f"holds stack and reuse histograms of {sc.sum()} and {rc.sum()} "
+                            "re-references: they must count the same ones")
     return ClassLocality(c, keys, first, sb, sc, rb, rc)
 
 

@@ -26,13 +26,13 @@ show any share).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hotshard._validate import Fields, at, item
 from hotshard.errors import ProfileError
 
 __all__ = ["DETAIL_BINS", "EVENT_MIN_SHARE", "EVENT_RATIO", "EVENT_SIGMAS", "EventDetail",
@@ -108,27 +108,24 @@ class Timelines:
 
     @classmethod
     def from_dict(cls, doc: Any, where: str = "timelines") -> Timelines:
-        if not isinstance(doc, Mapping):
-            raise ProfileError(f"{where} must be an object")
-        for name in ("start", "seconds"):
-            value = doc.get(name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ProfileError(f"{where}.{name} must be a number, got {value!r}")
-        if not doc["seconds"] > 0:
-            raise ProfileError(f"{where}.seconds must be > 0")
-        windows = doc.get("windows")
-        if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
-            raise ProfileError(f"{where}.windows must be an integer >= 1, got {windows!r}")
-        rows = doc.get("counts")
-        if not isinstance(windows, int) or windows < 1 or not isinstance(rows, list) or not all(
-                isinstance(r, list) and len(r) == windows and all(
-                    isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 2**63 for c in r)
-                for r in rows):
-            raise ProfileError(f"{where}.counts must be one list of {windows!r} integers >= 0 "
-                               "per head key")
+        """The section read field by field (``_validate.Fields``), then the rules that span
+        fields (each row as long as ``windows``; each detail inside its key's timeline)."""
+        f = _FIELDS
+        f.mapping(doc, where)
+        start = f.required(doc, "start", where, f.real, "a number: the span's first instant")
+        seconds = f.required(doc, "seconds", where, f.positive, "a number > 0")
+        windows = f.required(doc, "windows", where, f.count, "an integer >= 1")
+        if windows < 1:
+            raise f.wrong(at(where, "windows"), "an integer >= 1", windows, numeric=True)
+        rows = f.required(doc, "counts", where, f.array, "one list of counts per head key")
+        for i, row in enumerate(rows):
+            path = item(at(where, "counts"), i)
+            f.integers(row, path)
+            if len(row) != windows:
+                raise f.fail(path, f"must hold {windows} counts (windows), got {len(row)}")
         counts = np.asarray(rows, dtype=np.int64).reshape(len(rows), windows)
         detail = _details(doc.get("detail"), counts, where)
-        return cls(float(doc["start"]), float(doc["seconds"]), counts, detail)
+        return cls(float(start), float(seconds), counts, detail)
 
     def cumulative(self) -> NDArray[np.float64]:
         """Each key's cumulative share at the window edges (keys x windows + 1), for placing
@@ -144,39 +141,38 @@ def _details(doc: Any, counts: NDArray[np.int64], where: str) -> tuple[EventDeta
     """The ``detail`` list, each entry checked against the key's own window counts."""
     if doc is None:
         return ()
-    if not isinstance(doc, list) or len(doc) > MAX_DETAILED:
-        raise ProfileError(f"{where}.detail must be a list of at most {MAX_DETAILED} objects")
+    f = _FIELDS
+    f.array(doc, at(where, "detail"), f"a list of at most {MAX_DETAILED} objects")
+    if len(doc) > MAX_DETAILED:
+        raise f.fail(at(where, "detail"), f"must hold at most {MAX_DETAILED} entries, got "
+                                          f"{len(doc)}")
     keys, windows = counts.shape
     out = []
-    for j, item in enumerate(doc):
-        at = f"{where}.detail[{j}]"
-        if not isinstance(item, Mapping):
-            raise ProfileError(f"{at} must be an object")
-        numbers = [item.get(n) for n in ("key", "from_window", "bins_per_window")]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
-                   for v in numbers):
-            raise ProfileError(f"{at}: key, from_window and bins_per_window must be integers "
-                               ">= 0")
-        key, first, bins = numbers
-        lists = [item.get(n) for n in ("counts", "totals")]
-        if not all(isinstance(v, list) and all(isinstance(c, int) and not isinstance(c, bool)
-                                                and c >= 0 for c in v) for v in lists):
-            raise ProfileError(f"{at}: counts and totals must be lists of integers >= 0")
-        c, t = (np.asarray(v, dtype=np.int64) for v in lists)
+    for j, entry in enumerate(doc):
+        path = item(at(where, "detail"), j)
+        f.mapping(entry, path)
+        key, first, bins = (f.required(entry, n, path, f.count, "an integer >= 0")
+                            for n in ("key", "from_window", "bins_per_window"))
+        c, t = (np.asarray(f.required(entry, n, path, f.integers, "a list of integers >= 0"),
+                           dtype=np.int64) for n in ("counts", "totals"))
         span = c.size // bins if bins else 0
         if key >= keys or bins < 1 or c.size != t.size or c.size % bins or span < 1 \
                 or first + span > windows or np.any(c > t) \
                 or not np.array_equal(c.reshape(span, bins).sum(axis=1),
                                       counts[key, first:first + span]):
-            raise ProfileError(f"{at} does not fit its key's timeline: counts must fill whole "
+            raise f.fail(path, "does not fit its key's timeline: counts must fill whole "
                                "windows inside the timeline, add up to the key's count in "
                                "each, and never exceed the totals")
         heads = counts[:, first:first + span].sum(axis=0)
         if np.any(t.reshape(span, bins).sum(axis=1) < heads):
-            raise ProfileError(f"{at}.totals are fewer than the head keys' requests in their "
-                               "windows: they count every request of each sub-window")
+            raise f.fail(at(path, "totals"), "are fewer than the head keys' requests in their "
+                                             "windows: they count every request of each "
+                                             "sub-window")
         out.append(EventDetail(key, first, bins, c, t))
     return tuple(out)
+
+
+_FIELDS = Fields(ProfileError)
 
 
 def timelines_from_fine(start: float, seconds: float, fine: NDArray[np.int64],
