@@ -577,7 +577,7 @@ def _same_format(test: Profile, production: Profile) -> None:
     a, b = _key_format(test), _key_format(production)
     if b == "pseudonyms":
         a = "pseudonyms" if a == "pseudonyms" else ("integers" if a == "integers" else "text")
-        b = "integers" if production.source.get("key_type") == "int64" else "text"
+        b = "integers" if production.integer_column else "text"
     if a != b:
         raise InputError(f"the test's keys are {a} ({', '.join(test.head_keys[:2])}) and "
                          f"production's {b} ({', '.join(production.head_keys[:2])}): not the "

@@ -174,6 +174,13 @@ class Profile:
         return self.dist.tail
 
     @property
+    def integer_column(self) -> bool:
+        """Whether the key column was an integer column when profiled (the format's
+        ``source.key_type`` ``"int64"``; ``"string"`` otherwise): a generator writes such keys
+        as int64 IDs. The format's two words are read here and nowhere else."""
+        return self.source.get("key_type") == "int64"
+
+    @property
     def integer_keys(self) -> bool:
         """Whether the keys are integers: an integer key column, or (when the profile does not
         say) head keys that are all decimal 64-bit integers. Stores that type keys place such

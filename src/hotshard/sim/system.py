@@ -352,7 +352,7 @@ def simulate(sampler, *, rps: float, duration: float, model: ServiceModel | None
     if partitioner is None:
         from hotshard.shards.partitioners import partitioner_for
 
-        integer = sampler.key_type == "int64"
+        integer = sampler.integer_keys
         partitioner = partitioner_for(model.partitioner, model.shards, integer_keys=integer)
     by_key = op_mix is not None and "read" in op_mix[0]
     recorder = None

@@ -166,7 +166,7 @@ def plan_workload(
         op_mix = op_mix_by_key(profile) if profile.operations else None
         shares = op_shares_of(profile)
         sizes = (profile.sizes or {}).get("quantiles") or dict(DEFAULT_SIZE_QUANTILES)
-        key_type = next(iter(chosen.values())).key_type
+        integer_keys = next(iter(chosen.values())).integer_keys
     else:
         if keys is not None:
             raise InputError("keys scales a profile; give the key count in the distribution "
@@ -175,9 +175,9 @@ def plan_workload(
             raise InputError("following a placement makes tail keys follow a profile's "
                              "recorded placement: it needs a profile")
         chosen, op_mix = {"*": parse_dist(dist)}, None
-        shares, sizes, key_type = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), "int64"
+        shares, sizes, integer_keys = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), True
     for event in hot_events:
-        if key_type == "int64" and not keys_look_integer([event.key]):
+        if integer_keys and not keys_look_integer([event.key]):
             raise InputError(f"event key {event.key!r} must be a 64-bit integer: this "
                              "workload's keys are integers")
     check_overlaps(tuple(hot_events))
@@ -242,7 +242,7 @@ def plan_workload(
     return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
                           arrivals=arrivals, start_ms=start_ms,
                           size_quantiles=sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, key_type=key_type, notes=notes, op_mix=op_mix,
+                          n_users=n_users, integer_keys=integer_keys, notes=notes, op_mix=op_mix,
                           metadata=tuple(made.items()), positions=positions)
 
 

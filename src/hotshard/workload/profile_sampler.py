@@ -122,7 +122,7 @@ class ProfileSampler:
 
     classes: ClassSampler
     head_ids: tuple[str, ...]
-    key_type: str
+    integer_keys: bool
     tail_model: str
     n_tail_classes: int
     placed: PlacedTail | None = None
@@ -148,14 +148,14 @@ class ProfileSampler:
     def describe(self) -> dict:
         return {"distribution": "profile", "n_keys": self.n_keys, "head_keys": self.head_size,
                 "tail_classes": self.n_tail_classes, "tail": self.tail_model,
-                "key_type": self.key_type,
+                "integer_keys": self.integer_keys,
                 "tail_placement": None if self.placed is None else self.placed.spec}
 
     # -- key IDs ----------------------------------------------------------------------------
     def ids(self, positions: NDArray[np.int64]):
         """Key IDs: int64 array for integer keys, a pyarrow string array otherwise."""
         positions = np.asarray(positions, dtype=np.int64)
-        if self.key_type == "int64":
+        if self.integer_keys:
             return self._int_ids(positions)
         return self._str_ids(positions)
 
@@ -196,7 +196,7 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
     are then named so that each shard gets its recorded share of the tail.
     """
     if isinstance(profile, Profile):
-        key_type = profile.source.get("key_type", "string")
+        integer = profile.integer_column
         if op is not None:
             if op not in profile.operations:
                 raise InputError(f"the profile has no operation {op!r}; it has "
@@ -205,15 +205,15 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
         else:
             dist = profile.dist
     else:
-        dist, key_type = profile, "string"
+        dist, integer = profile, False
     head_ids = tuple(dist.head_keys)
     if isinstance(profile, Profile) and profile.privacy.get("pseudonymized"):
-        head_ids, key_type = _stand_ins(profile, dist, op)
-    if key_type == "int64":
+        head_ids, integer = _stand_ins(profile, dist, op)
+    if integer:
         try:
             [int(k) for k in head_ids]
         except ValueError:
-            key_type = "string"
+            integer = False
     weights, keys = tail_classes(dist, tail)
     head_w = np.asarray(dist.head_counts, dtype=np.float64)
     sampler = ClassSampler(np.concatenate([head_w, weights]),
@@ -223,11 +223,11 @@ def from_profile(profile: Profile | KeyDistribution, *, tail: str = "power_law",
     if follow is not None:
         if not isinstance(profile, Profile):
             raise InputError("following a placement needs the whole profile")
-        placed = _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids)
-    return ProfileSampler(sampler, head_ids, key_type, tail, int(keys.size), placed)
+        placed = _placed_tail(profile, dist, weights, keys, follow, integer, head_ids)
+    return ProfileSampler(sampler, head_ids, integer, tail, int(keys.size), placed)
 
 
-def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
+def _placed_tail(profile, dist, weights, keys, follow, integer, head_ids):
     spec = follow.spec
     rec = profile.placement.get(spec)
     if rec is None or not rec.matches(follow) or rec.tail_events_by_shard is None:
@@ -236,7 +236,7 @@ def _placed_tail(profile, dist, weights, keys, follow, key_type, head_ids):
                          "shards")
     targets = np.asarray(rec.tail_events_by_shard, dtype=np.float64)
     taken = set(head_ids)
-    if key_type == "int64":
+    if integer:
         def names(idx):
             return [str(i) for i in idx]
     else:
@@ -266,7 +266,7 @@ def _stand_ins(profile: Profile, dist: KeyDistribution, op: str | None):
         shards = rec.head_shards if op is None else rec.op_head_shards.get(op, ())
         integer = rec.key_type == "bigint"
         keys = stand_in_keys(list(dist.head_keys), shards, part, integer)
-        return tuple(keys), "int64" if integer else "string"
+        return tuple(keys), integer
     raise InputError("this pseudonymized profile records no placement that can be rebuilt "
                      "(custom ring or slot map): its head keys cannot be synthesised")
 

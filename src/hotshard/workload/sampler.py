@@ -69,15 +69,16 @@ class KeySampler(Protocol):
     (nothing else is probed):
 
     ``sample(n, rng)``: ``n`` key positions (int64); ``weights()`` each key's probability;
-    ``describe()`` its parameters; ``n_keys``; ``key_type``, how the keys are typed
-    (``int64`` or ``string``, a profile's vocabulary); ``head_ids``, the names of the keys
+    ``describe()`` its parameters; ``n_keys``; ``integer_keys``, whether the keys are 64-bit
+    integer IDs (how a store types them, text or bigint, is the key-type rule's:
+    ``hotshard.shards.resolve_key_type``); ``head_ids``, the names of the keys
     known by name (a profile's head, positions 0..k-1; none for a classic distribution);
     ``classes``, the keys grouped by equal weight (a ``ClassSampler``), or None when the
     sampler lists a weight per key.
     """
 
     n_keys: int
-    key_type: str
+    integer_keys: bool
     head_ids: tuple[str, ...]
 
     @property
@@ -93,7 +94,7 @@ class KeySampler(Protocol):
 class _WeightsMixin:
     n_keys: int
     # a classic distribution's keys are integer IDs, none known by name
-    key_type: ClassVar[str] = "int64"
+    integer_keys: ClassVar[bool] = True
     head_ids: ClassVar[tuple[str, ...]] = ()
 
     @property
