@@ -52,6 +52,7 @@ _LAZY = {
     "from_profile": "hotshard.workload.profile_sampler",
     "make_partitioner": "hotshard.shards.partitioners",
     "partitioner_for": "hotshard.shards.partitioners",
+    "place_keys": "hotshard.shards.place",
     "predict": "hotshard.shards.predict",
     "simulate": "hotshard.sim.system",
     "Observations": "hotshard.observations",
@@ -63,8 +64,8 @@ __all__ = ["FetchError", "FitError", "HeaderLineError", "HotshardError", "Idempo
            "LoadError", "NodeLoading", "NodeUnreachable", "Observations", "ObservationsError",
            "Profile", "ProfileError", "ProtocolError", "RespError", "ShardError", "ShardFailure",
            "ShardTimeout", "ShardUnavailable", "TransportError", "__version__", "count_profile",
-           "diagnose", "from_profile", "make_partitioner", "partitioner_for", "predict",
-           "simulate"]
+           "diagnose", "from_profile", "make_partitioner", "partitioner_for", "place_keys",
+           "predict", "simulate"]
 
 
 def __getattr__(name: str) -> Any:

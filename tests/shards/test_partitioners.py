@@ -302,3 +302,23 @@ def test_malformed_layout_lines(tmp_path, name, kw, text, message):
     f.write_text(text)
     with pytest.raises(InputError, match=message):
         make_partitioner(name, 2, **{kw: str(f)})
+
+
+def test_place_keys_is_the_shard_command_as_a_call():
+    """`hotshard shard` in the library: the rule types the keys, the store places them, its
+    own figures come along, and mixed keys say the integers went as text."""
+    import hotshard
+
+    integers = hotshard.place_keys(["4711", "982"], "kafka", 64)
+    assert [p.key_type for p in integers.keys] == ["bigint", "bigint"]
+    assert integers.mixed_note is None
+    ring = partitioner_for("kafka", 64, integer_keys=True)
+    assert [p.shard for p in integers.keys] == [int(s) for s in ring.shard_of(["4711", "982"])]
+    mixed = hotshard.place_keys(["21", "foobar"], "kafka", 64)
+    assert {p.key_type for p in mixed.keys} == {"text"} and "1 of 2 looks like" in mixed.mixed_note
+    import binascii
+
+    slots = hotshard.place_keys(["{user1000}.following"], "redis-cluster", 3)
+    tag_slot = binascii.crc_hqx(b"user1000", 0) % 16384   # CRC16 (XMODEM) of the hash tag
+    assert dict(slots.keys[0].details)["slot"] == tag_slot
+    assert slots.keys[0].to_dict()["slot"] == tag_slot

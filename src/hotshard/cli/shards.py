@@ -38,29 +38,18 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
       hotshard shard 21 foobar -p kafka -n 64
     """
     from hotshard.cli._console import note
-    from hotshard.shards import keys_look_integer, resolve_key_type
-    from hotshard.shards.partitioners import partitioner_for
+    from hotshard.shards.place import place_keys
 
     need_shard_count(partitioner, shards, layout)
-    part = partitioner_for(partitioner, shards, key_type=key_type,
-                           integer_keys=keys_look_integer(keys), **layout)
-    chosen = getattr(part, "key_type", "text")
-    integers = [k for k in keys if keys_look_integer([k])]
-    if key_type is None and chosen == "text" and integers and \
-            resolve_key_type(partitioner, integer_keys=True) == "bigint":
-        looks = "looks like an integer" if len(integers) == 1 else "look like integers"
-        note(f"mixed keys ({len(integers)} of {len(keys)} {looks}): all are hashed as text; "
-             "--key-type bigint types the integers as 8-byte integers (give them alone with it)")
-    placed = part.shard_of(list(keys))
-    details = part.details(list(keys)) if hasattr(part, "details") else {}
-    for i, key in enumerate(keys):
-        extra = {name: int(values[i]) for name, values in details.items()}
+    placements = place_keys(keys, partitioner, shards, key_type=key_type, **layout)
+    if placements.mixed_note:
+        note(placements.mixed_note)
+    for p in placements.keys:
         if as_json:
-            click.echo(json.dumps({"key": key, "shard": int(placed[i]), "key_type": chosen,
-                                   **extra}))
+            click.echo(json.dumps(p.to_dict()))
         else:
-            more = "".join(f"  {name} {value}" for name, value in extra.items())
-            click.echo(f"{key}\tshard {int(placed[i])}  {chosen}{more}")
+            more = "".join(f"  {name} {value}" for name, value in p.details)
+            click.echo(f"{p.key}\tshard {p.shard}  {p.key_type}{more}")
 
 
 @click.command(epilog=KEY_TYPE_RULE)
