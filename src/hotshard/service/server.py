@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from hotshard._atomic import why_not_a_directory
+from hotshard._format import safe_text
 from hotshard.errors import HotshardError, InputError
 from hotshard.mitigations import Mitigations
+from hotshard.service.admin import check_admin_token
 from hotshard.service.chat import (
     DEFAULT_HOT_WINDOW_S,
     DEFAULT_SHARD_TIMEOUT_S,
@@ -109,8 +111,21 @@ class ServeConfig:
     hot_window_s: float = DEFAULT_HOT_WINDOW_S  # the hot-key sketch's window
 
     def __post_init__(self) -> None:
-        for_service(self.mitigations)  # before any worker starts
+        """Every rule of a start, before any worker starts (the CLI adds none of its own)."""
+        for_service(self.mitigations)
         check_hot_window(self.hot_window_s)
+        if self.store is not None and not str(self.store).startswith(
+                ("redis-cluster://", "redis://")):
+            raise InputError(f"the store must be a Redis Cluster, redis-cluster://HOST:PORT "
+                             f"(--store), got {safe_text(str(self.store), 80)}")
+        if self.append and not self.load:
+            raise InputError("append (--append) adds a load file's rows: give the file "
+                             "(--load FILE) too")
+        if self.skip_bad_rows and not self.load:
+            raise InputError("skip_bad_rows (--skip-bad-rows) applies to a load file: give the "
+                             "file (--load FILE) too")
+        if self.admin_token is not None:
+            check_admin_token(self.admin_token)
 
 
 @dataclass(frozen=True)
