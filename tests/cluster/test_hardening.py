@@ -97,6 +97,8 @@ def test_loading_the_slot_map_leaves_no_thread_behind(kind):
     assert elapsed < 1.5, elapsed
 
 
+# timing: its subject is how soon the stop ends the run (within 3 s), on the wall clock
+@pytest.mark.timing
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_drive_stopped_while_a_peer_trickles_exits_at_once(signum, code):
     """The SRE's case: drive with a long --timeout on a trickling peer, then SIGTERM (or

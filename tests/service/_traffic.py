@@ -97,7 +97,7 @@ def wait_healthy(url: str, timeout: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def serve(data: Path, *args: str, timeout: float = 60.0) -> Iterator[Service]:
+def serve(data: Path, *args: str, timeout: float = 120.0) -> Iterator[Service]:
     """`hotshard serve --port 0 --data DATA ARGS...` in a subprocess; stopped (SIGINT, then
     SIGKILL) on exit, by the pid this function started. Its admin token is chosen here and
     passed as HOTSHARD_ADMIN_TOKEN (``Service.admin_headers`` sends it)."""
