@@ -588,6 +588,109 @@ def _cpu(q: _Query, expr: str, notes: Notes, preset_note: str | None) -> _Groupe
     return g
 
 
+class _Gathered:
+    """What the queries gave, shard by shard, as ``observe_prometheus`` asks for each metric
+    (requests, CPU, errors, latency: a method each), then the shards and the run's totals."""
+
+    def __init__(self, q: _Query, notes: Notes) -> None:
+        self.q, self.notes = q, notes
+        self.per: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, str] = {}
+        self.spans: list[float] = []
+        # what the requests were counted over, for duration_s and rate_rps: a counter
+        # selector's first-to-last scrape, or the window ($__range) for an expression; never
+        # another query's span (a CPU counter's scrapes inside the window would divide a
+        # count over the whole window by a shorter time, and without one the rate would be
+        # missing)
+        self.requests_span: float | None = None
+        self.counted: dict[str, _Grouped] = {}   # counters, whose samples make the windows
+
+    def _take(self, name: str, grouped: _Grouped, convert) -> None:
+        self.nodes.update(grouped.nodes)
+        for shard, value in grouped.values.items():
+            out = convert(shard, value)
+            if out is not None:
+                self.per.setdefault(shard, {})[name] = out
+
+    def requests(self, expr: str) -> None:
+        if is_selector(expr):
+            g = self.q.counters("requests", expr)
+            self.counted["requests"] = g
+            self.spans.append(g.span or 0.0)
+            self.requests_span = g.span
+        else:
+            g = self.q.instant("requests", expr)
+            self.requests_span = self.q.end - self.q.start
+            self.notes.add(f"requests are {expr!r} at the window's end, rounded to whole "
+                           "requests")
+        self._take("requests", g, lambda s, v: max(0, round(v)))
+
+    def cpu(self, expr: str, preset_note: str | None) -> None:
+        g = _cpu(self.q, expr, self.notes, preset_note)
+        if g.samples is not None:   # a counter: its scrapes' span, its samples for windows
+            self.counted["cpu"] = g
+            self.spans.append(g.span or 0.0)
+        self.nodes.update(g.nodes)
+        for s, v in g.values.items():
+            target = self.per.setdefault(s, {})
+            if not 0 <= v <= 1:
+                target.setdefault("extra", {})["cpu_cores"] = round(v, 6)
+            else:
+                target["cpu"] = round(v, 6)
+
+    def errors(self, expr: str) -> None:
+        try:
+            g = (self.q.counters("errors", expr) if is_selector(expr)
+                 else self.q.instant("errors", expr))
+        except InputError as exc:   # errors are optional: the rest stands without them
+            self.notes.missing("errors", str(exc))
+        else:
+            self._take("errors", g, lambda s, v: max(0, round(v)))
+
+    def latency(self, expr: str) -> dict[str, float]:
+        latency_ms, per_shard = _latency(self.q, expr, self.notes)
+        for shard, values in per_shard.items():
+            if shard in self.per:
+                self.per[shard].update(values)
+        return latency_ms
+
+    def shards(self) -> list[ShardObservation]:
+        shards = []
+        for shard, values in self.per.items():
+            extra = values.pop("extra", {})
+            if "errors" in values and "requests" in values and \
+                    values["errors"] > values["requests"]:
+                values.pop("errors")
+                self.notes.add(f"shard {shard}: more errors than requests; errors left out")
+            if self.nodes.get(shard):
+                values["node"] = self.nodes[shard]
+            shards.append(ShardObservation(id=shard, extra=extra, **values))
+        return shards
+
+    def totals(self, shards: list[ShardObservation], requests: str | None) -> dict[str, Any]:
+        """duration_s, rate_rps and the error share from the shards' counts."""
+        fields: dict[str, Any] = {}
+        start, end, span = self.q.start, self.q.end, self.requests_span
+        counts = [s.requests for s in shards if s.requests is not None]
+        if counts and span:
+            total = sum(counts)
+            fields["duration_s"] = round(span, 3)
+            if total:
+                fields["rate_rps"] = round(total / span, 3)
+                fields["achieved_rps"] = fields["rate_rps"]
+                failed = [s.errors for s in shards if s.errors is not None]
+                if failed and len(failed) == len(counts):
+                    fields["errors"] = {"share": sum(failed) / total, "attempted": total,
+                                        "failed": sum(failed)}
+            if is_selector(requests or ""):
+                self.notes.add(f"requests counted between the first and last scrape inside "
+                               f"the window ({span:.1f} s of {end - start:.1f} s)")
+        elif not requests:
+            widest = max(self.spans) if self.spans else None
+            fields["duration_s"] = round(widest, 3) if widest else round(end - start, 3)
+        return fields
+
+
 def observe_prometheus(url: str, *, start: float, end: float, preset: str | None = None,
                        shard_label: str | None = None, node_label: str | None = None,
                        cpu: str | None = None, requests: str | None = None,
@@ -642,97 +745,27 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
     notes = Notes()
     q = _Query(PrometheusClient(url, timeout=timeout), start, end, shard_label, node_label,
                notes)
-    per: dict[str, dict[str, Any]] = {}
-    fields: dict[str, Any] = {}
-    nodes: dict[str, str] = {}
-    spans: list[float] = []
-    # what the requests were counted over, for duration_s and rate_rps: a counter selector's
-    # first-to-last scrape, or the window ($__range) for an expression; never another query's
-    # span (a CPU counter's scrapes inside the window would divide a count over the whole
-    # window by a shorter time, and without one the rate would be missing)
-    requests_span: float | None = None
-    counted: dict[str, _Grouped] = {}
-
-    def take(name: str, grouped: _Grouped, convert) -> None:
-        nodes.update(grouped.nodes)
-        for shard, value in grouped.values.items():
-            out = convert(shard, value)
-            if out is not None:
-                per.setdefault(shard, {})[name] = out
-
+    got = _Gathered(q, notes)
     if queries["requests"]:
-        expr = queries["requests"]
-        if is_selector(expr):
-            g = q.counters("requests", expr)
-            counted["requests"] = g
-            spans.append(g.span or 0.0)
-            requests_span = g.span
-        else:
-            g = q.instant("requests", expr)
-            requests_span = end - start
-            notes.add(f"requests are {expr!r} at the window's end, rounded to whole requests")
-        take("requests", g, lambda s, v: max(0, round(v)))
+        got.requests(queries["requests"])
     else:
         notes.missing("requests per shard", p.why_no_requests if p and p.why_no_requests
                       else "no requests query (give --requests)")
     if queries["cpu"]:
-        g = _cpu(q, queries["cpu"], notes, p.cpu_note if p and not cpu else None)
-        if g.samples is not None:   # a counter: its scrapes' span, its samples for windows
-            counted["cpu"] = g
-            spans.append(g.span or 0.0)
-        nodes.update(g.nodes)
-        for s, v in g.values.items():
-            target = per.setdefault(s, {})
-            if not 0 <= v <= 1:
-                target.setdefault("extra", {})["cpu_cores"] = round(v, 6)
-            else:
-                target["cpu"] = round(v, 6)
+        got.cpu(queries["cpu"], p.cpu_note if p and not cpu else None)
     else:
         notes.missing("cpu per shard", "no cpu query (give --cpu)")
     if queries["errors"] and queries["requests"]:
-        expr = queries["errors"]
-        try:
-            g = q.counters("errors", expr) if is_selector(expr) else q.instant("errors", expr)
-        except InputError as exc:
-            notes.missing("errors", str(exc))
-        else:
-            take("errors", g, lambda s, v: max(0, round(v)))
+        got.errors(queries["errors"])
     latency_ms: dict[str, float] = {}
     if queries["latency"]:
-        latency_ms, per_shard = _latency(q, queries["latency"], notes)
-        for shard, values in per_shard.items():
-            if shard in per:
-                per[shard].update(values)
+        latency_ms = got.latency(queries["latency"])
     else:
         notes.missing("latency", p.why_no_latency if p and p.why_no_latency
                       else "no latency histogram (give --latency NAME_bucket)")
-    shards = []
-    for shard, values in per.items():
-        extra = values.pop("extra", {})
-        if "errors" in values and "requests" in values and values["errors"] > values["requests"]:
-            values.pop("errors")
-            notes.add(f"shard {shard}: more errors than requests; errors left out")
-        if nodes.get(shard):
-            values["node"] = nodes[shard]
-        shards.append(ShardObservation(id=shard, extra=extra, **values))
-    span = max(spans) if spans else None
-    counts = [s.requests for s in shards if s.requests is not None]
-    if counts and requests_span:
-        total = sum(counts)
-        fields["duration_s"] = round(requests_span, 3)
-        if total:
-            fields["rate_rps"] = round(total / requests_span, 3)
-            fields["achieved_rps"] = fields["rate_rps"]
-            failed = [s.errors for s in shards if s.errors is not None]
-            if failed and len(failed) == len(counts):
-                fields["errors"] = {"share": sum(failed) / total, "attempted": total,
-                                    "failed": sum(failed)}
-        if is_selector(queries["requests"] or ""):
-            notes.add(f"requests counted between the first and last scrape inside the window "
-                      f"({requests_span:.1f} s of {end - start:.1f} s)")
-    elif not queries["requests"]:
-        fields["duration_s"] = round(span, 3) if span else round(end - start, 3)
-    windows = _windows(q, start, counted, queries["latency"], notes)
+    shards = got.shards()
+    fields = got.totals(shards, queries["requests"])
+    windows = _windows(q, start, got.counted, queries["latency"], notes)
     if windows:
         fields["windows"] = windows
     source = {"source": "prometheus", "url": q.client.url, "start": iso(start),

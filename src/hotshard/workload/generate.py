@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +113,42 @@ def plan_workload(
         raise InputError("give either a profile or a distribution spec (not both)")
     if order not in ORDERS:
         raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    shaped = _shaped(profile, arrival_process, diurnal)
+    events, rate = _events_and_rate(profile, events, rate, duration, shaped)
+    start = start or datetime(2026, 1, 1, tzinfo=UTC)
+    if shaped:
+        from hotshard.workload.profile_arrivals import CascadeArrivals
+
+        arrivals = CascadeArrivals(profile.arrivals, events, rate, int(seed))
+    else:
+        arrivals = Arrivals(rate, diurnal, events=events, seed=int(seed))
+    if profile is not None and keys is not None:
+        profile = profile.scaled(keys=keys, key_scaling=key_scaling)
+    model = _key_model(profile, dist, keys=keys, tail=tail, follow=follow)
+    run_seconds = arrivals.seconds_for(events)
+    notes = _event_notes(hot_events, model.integer_keys, run_seconds, events, rate)
+    order, positions, more = _key_order(profile, order, model.sampler, events, int(seed),
+                                        rescaled=keys is not None, shaped=shaped)
+    made = {"seed": str(int(seed))}
+    if profile is not None:
+        made["arrivals"] = "profile" if shaped else "poisson"
+        made["order"] = order
+        made["tail"] = tail
+        if keys is not None:
+            made.update(keys=str(int(keys)), key_scaling=key_scaling)
+    start_ms, windows = _time_range(start, run_seconds, hot_events)
+    if windows:  # verify leaves these windows out: inside them the traffic is the event's
+        made["event_windows_ms"] = json.dumps(windows)
+    return GenerationPlan(samplers={"*": model.sampler}, op_shares=model.op_shares,
+                          events=events, seed=int(seed), arrivals=arrivals, start_ms=start_ms,
+                          size_quantiles=model.sizes, hot_events=tuple(hot_events),
+                          n_users=n_users, integer_keys=model.integer_keys,
+                          notes=notes + more, op_mix=model.op_mix,
+                          metadata=tuple(made.items()), positions=positions)
+
+
+def _shaped(profile: Profile | None, arrival_process: str, diurnal: float) -> bool:
+    """Whether the arrivals follow the profile's measured shape (its arrivals section)."""
     if arrival_process not in ARRIVAL_PROCESSES:
         raise InputError(f"arrivals must be one of {', '.join(ARRIVAL_PROCESSES)}, got "
                          f"{arrival_process!r}")
@@ -124,6 +161,13 @@ def plan_workload(
         raise InputError("--diurnal draws a daily curve; the profile's arrivals already hold "
                          "production's rate shape: give one or the other (--arrivals poisson "
                          "for the curve)")
+    return shaped
+
+
+def _events_and_rate(profile: Profile | None, events: int | None, rate: float | None,
+                     duration: float | None, shaped: bool) -> tuple[int, float]:
+    """(events, rate): events given, else rate x duration; the rate given, else events /
+    duration, else the profile's (its arrivals', else its rate section's), else 3000/s."""
     if events is not None and events <= 0:
         raise InputError(f"events must be > 0, got {events}")
     if rate is not None and rate <= 0:
@@ -152,98 +196,109 @@ def plan_workload(
         if events < 1:
             raise InputError(f"{format_duration(duration)} at {rate:,g}/s is less than one "
                              "event")
-    start = start or datetime(2026, 1, 1, tzinfo=UTC)
-    if shaped:
-        from hotshard.workload.profile_arrivals import CascadeArrivals
+    return int(events), float(rate)
 
-        arrivals = CascadeArrivals(profile.arrivals, int(events), float(rate), int(seed))
-    else:
-        arrivals = Arrivals(float(rate), diurnal, events=int(events), seed=int(seed))
+
+@dataclass(frozen=True)
+class _KeyModel:
+    """The keys of a workload: the sampler, whether its keys are integers, the operations'
+    shares (overall and by key) and the message sizes."""
+
+    sampler: Any
+    integer_keys: bool
+    op_shares: dict[str, float]
+    op_mix: Any
+    sizes: dict[str, float]
+
+
+def _key_model(profile: Profile | None, dist: str | None, *, keys: int | None, tail: str,
+               follow) -> _KeyModel:
     if profile is not None:
-        if keys is not None:
-            profile = profile.scaled(keys=keys, key_scaling=key_scaling)
-        chosen = {"*": from_profile(profile, tail=tail, follow=follow)}
-        op_mix = op_mix_by_key(profile) if profile.operations else None
-        shares = op_shares_of(profile)
-        sizes = (profile.sizes or {}).get("quantiles") or dict(DEFAULT_SIZE_QUANTILES)
-        integer_keys = next(iter(chosen.values())).integer_keys
-    else:
-        if keys is not None:
-            raise InputError("keys scales a profile; give the key count in the distribution "
-                             "spec instead (e.g. zipf:0.99:1e9)")
-        if follow is not None:
-            raise InputError("following a placement makes tail keys follow a profile's "
-                             "recorded placement: it needs a profile")
-        chosen, op_mix = {"*": parse_dist(dist)}, None
-        shares, sizes, integer_keys = op_shares_of(None), dict(DEFAULT_SIZE_QUANTILES), True
+        sampler = from_profile(profile, tail=tail, follow=follow)
+        return _KeyModel(sampler, sampler.integer_keys, op_shares_of(profile),
+                         op_mix_by_key(profile) if profile.operations else None,
+                         (profile.sizes or {}).get("quantiles")
+                         or dict(DEFAULT_SIZE_QUANTILES))
+    if keys is not None:
+        raise InputError("keys scales a profile; give the key count in the distribution "
+                         "spec instead (e.g. zipf:0.99:1e9)")
+    if follow is not None:
+        raise InputError("following a placement makes tail keys follow a profile's "
+                         "recorded placement: it needs a profile")
+    return _KeyModel(parse_dist(dist), True, op_shares_of(None), None,
+                     dict(DEFAULT_SIZE_QUANTILES))
+
+
+def _event_notes(hot_events: tuple[HotEvent, ...], integer_keys: bool, run_seconds: float,
+                 events: int, rate: float) -> tuple[str, ...]:
+    """The injected events checked against the run (their keys' type, their overlaps, a start
+    inside it); what the user should know of them (one cut short by the run's end)."""
     for event in hot_events:
         if integer_keys and not keys_look_integer([event.key]):
             raise InputError(f"event key {event.key!r} must be a 64-bit integer: this "
                              "workload's keys are integers")
     check_overlaps(tuple(hot_events))
-    run_seconds = arrivals.seconds_for(int(events))
     for event in hot_events:
         if event.start >= run_seconds:
             raise InputError(
                 f"the event on key {event.key} starts at {format_duration(event.start)}, but "
-                f"the run ends at {format_duration(run_seconds)} ({int(events):,} events at "
+                f"the run ends at {format_duration(run_seconds)} ({events:,} events at "
                 f"{rate:,.0f}/s): start it earlier, or generate more events or a longer "
                 "duration")
-    notes = tuple(
+    return tuple(
         f"the event on key {e.key} is cut short: it ends at {format_duration(e.end)} but the "
         f"run ends at {format_duration(run_seconds)}"
         for e in hot_events if e.end > run_seconds)
-    positions = None
-    made = {"seed": str(int(seed))}
+
+
+def _key_order(profile: Profile | None, order: str, sampler, events: int, seed: int, *,
+               rescaled: bool, shaped: bool) -> tuple[str, Any, tuple[str, ...]]:
+    """(the order the keys come in, the streamed positions for the locality order or None,
+    notes): "auto" is the locality order when the profile measured one and it can follow
+    the keys, else independent draws (irm), said in a note."""
+    notes: tuple[str, ...] = ()
     if profile is not None and order == "auto":
         from hotshard.workload.locality_order import MAX_LOCALITY_KEYS
 
         order = "locality" if profile.locality is not None else "irm"
-        if order == "locality" and chosen["*"].classes.n_keys > MAX_LOCALITY_KEYS:
+        if order == "locality" and sampler.classes.n_keys > MAX_LOCALITY_KEYS:
             order = "irm"
-            notes += (f"{chosen['*'].classes.n_keys:,} keys are more than the locality order "
+            notes += (f"{sampler.classes.n_keys:,} keys are more than the locality order "
                       f"follows ({MAX_LOCALITY_KEYS:,}): the keys are drawn independently "
                       "(--order irm)",)
         elif profile.locality is None:
             notes += ("the profile has no locality section (made before it existed, or from "
                       "counts): the keys are drawn independently (--order irm), so their "
                       "reuse, and a cache's hit rate, is not production's",)
-    if order == "locality":
-        if profile is None or profile.locality is None:
-            raise InputError("--order locality needs a profile with a locality section "
-                             "(hotshard profile of event rows writes one)")
-        from hotshard.workload.locality_order import profile_order
-        from hotshard.workload.locality_stream import StreamedPositions
+    if order != "locality":
+        return ("irm" if order == "auto" else order), None, notes
+    if profile is None or profile.locality is None:
+        raise InputError("--order locality needs a profile with a locality section "
+                         "(hotshard profile of event rows writes one)")
+    from hotshard.workload.locality_order import profile_order
+    from hotshard.workload.locality_stream import StreamedPositions
 
-        # the correction pulls distances toward production's, which a rescaled key space
-        # no longer has: there the reuse times alone. The order is made window by window
-        # as the chunks are written (bounded memory, any length)
-        sampler, rescaled = chosen["*"], keys is not None
-        positions = StreamedPositions(
-            lambda stop: profile_order(profile, sampler, int(events), int(seed),
-                                       rescaled=rescaled, shaped=shaped, stop=stop),
-            int(events))
-    if profile is not None:
-        made["arrivals"] = "profile" if shaped else "poisson"
-        made["order"] = "irm" if order == "auto" else order
-        made["tail"] = tail
-        if keys is not None:
-            made.update(keys=str(int(keys)), key_scaling=key_scaling)
+    # the correction pulls distances toward production's, which a rescaled key space no
+    # longer has: there the reuse times alone. The order is made window by window as the
+    # chunks are written (bounded memory, any length)
+    positions = StreamedPositions(
+        lambda stop: profile_order(profile, sampler, events, seed, rescaled=rescaled,
+                                   shaped=shaped, stop=stop), events)
+    return order, positions, notes
+
+
+def _time_range(start: datetime, run_seconds: float, hot_events: tuple[HotEvent, ...]
+                ) -> tuple[int, list[list[int]]]:
+    """(the run's first instant in epoch ms, each event's window in epoch ms), refused when
+    the run does not fit the message IDs' 41 bits of milliseconds."""
     start_ms = int(start.timestamp() * 1000)
     end_ms = start_ms + int(math.ceil(run_seconds * 1000))
     if start_ms < 0 or end_ms >= MESSAGE_ID_EPOCH_END_MS:
         raise InputError(f"the run must lie between 1970 and 2039-09-07 (message IDs hold the "
                          f"milliseconds since 1970 in 41 bits), got a run of "
                          f"{format_duration(run_seconds)} from {start:%Y-%m-%d %H:%M}")
-    if hot_events:  # verify leaves these windows out: inside them the traffic is the event's
-        made["event_windows_ms"] = json.dumps(
-            [[start_ms + int(e.start * 1000), start_ms + int(math.ceil(e.end * 1000))]
-             for e in hot_events])
-    return GenerationPlan(samplers=chosen, op_shares=shares, events=int(events), seed=int(seed),
-                          arrivals=arrivals, start_ms=start_ms,
-                          size_quantiles=sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, integer_keys=integer_keys, notes=notes, op_mix=op_mix,
-                          metadata=tuple(made.items()), positions=positions)
+    return start_ms, [[start_ms + int(e.start * 1000), start_ms + int(math.ceil(e.end * 1000))]
+                      for e in hot_events]
 
 
 # -- verification ---------------------------------------------------------------------------
