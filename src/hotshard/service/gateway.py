@@ -215,8 +215,65 @@ class _BodyLimit:
 def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> Any:
     """The gateway app over a running ``ChatService`` (whose workers the caller starts and
     stops: startup failures then surface as one clear error, not a server log). ``admin``
-    guards the routes that change the service's configuration (``hotshard.service.admin``)."""
-    state: dict[str, Any] = {"service": chat, "started": time.monotonic(), "cpu": {}}
+    guards the routes that change the service's configuration (``hotshard.service.admin``).
+    Its parts: the answers to errors, the chat routes, the operator's routes."""
+    gw = _Gateway(chat)
+    app = FastAPI(title="hotshard reference chat-history service", version="1",
+                  description="A chat-history service partitioned by channel over shard worker "
+                              "processes, with hot-key mitigations. Every message response "
+                              "carries X-Shard.", lifespan=gw.lifespan)
+    _error_answers(app, gw)
+    _chat_routes(app, gw, max_body_bytes)
+    _operator_routes(app, gw, _admin_only(admin))
+    return _BodyLimit(app, max_bytes=4 * max_body_bytes + 4096, shard_of_path=gw.shard_of_path)
+
+
+class _Gateway:
+    """What every route shares: the service, its start and CPU samples (``state``), and how
+    an answer names the shard a channel lives on."""
+
+    def __init__(self, chat: ChatService) -> None:
+        self.state: dict[str, Any] = {"service": chat, "started": time.monotonic(), "cpu": {}}
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        sampler = asyncio.create_task(_sample_cpu(self.service(), self.state))
+        try:
+            yield
+        finally:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+
+    def service(self) -> ChatService:
+        return self.state["service"]
+
+    def home_shard(self, channel: object) -> str | None:
+        """The shard the router places ``channel`` on (None: not a valid channel)."""
+        try:
+            return str(self.service().router.shard_of(check_channel(channel)))
+        except InputError:
+            return None
+
+    def shard_of_path(self, path: str) -> str | None:
+        match = CHANNEL_PATH.match(path)
+        return self.home_shard(match.group(1)) if match else None
+
+    def failed(self, request: Request, exc: Exception, status: int, message: str,
+               headers: dict[str, str] | None = None) -> JSONResponse:
+        """An error response; for a channel request, with the X-Shard of the shard that
+        failed (``exc.shard``), else of the channel's shard."""
+        headers = dict(headers or {})
+        shard = getattr(exc, "shard", None)
+        where = str(shard) if shard is not None else \
+            self.home_shard(request.scope.get("path_params", {}).get("channel"))
+        if where is not None:
+            headers["X-Shard"] = where
+        return _error(status, message, headers)
+
+
+def _admin_only(admin: AdminGuard):
+    """The dependency of the admin routes: ``admin``'s refusal as the answer, if any."""
 
     async def admin_only(request: Request,
                          _: Annotated[HTTPAuthorizationCredentials | None,
@@ -226,63 +283,30 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
         if refusal is not None:
             raise StarletteHTTPException(refusal.status, refusal.message,
                                          dict(refusal.headers or {}))
+    return admin_only
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        sampler = asyncio.create_task(_sample_cpu(chat, state))
-        try:
-            yield
-        finally:
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
 
-    app = FastAPI(title="hotshard reference chat-history service", version="1",
-                  description="A chat-history service partitioned by channel over shard worker "
-                              "processes, with hot-key mitigations. Every message response "
-                              "carries X-Shard.", lifespan=lifespan)
+def _unknown_write(request: Request, exc: Exception) -> bool:
+    """A write handed to its shard before the failure: it may have been stored."""
+    return request.method == "POST" and bool(getattr(exc, "outcome_unknown", False)) \
+        and CHANNEL_PATH.match(request.url.path) is not None
 
-    def service() -> ChatService:
-        return state["service"]
 
-    def home_shard(channel: object) -> str | None:
-        """The shard the router places ``channel`` on (None: not a valid channel)."""
-        try:
-            return str(service().router.shard_of(check_channel(channel)))
-        except InputError:
-            return None
-
-    def shard_of_path(path: str) -> str | None:
-        match = CHANNEL_PATH.match(path)
-        return home_shard(match.group(1)) if match else None
-
-    def failed(request: Request, exc: Exception, status: int, message: str,
-               headers: dict[str, str] | None = None) -> JSONResponse:
-        """An error response; for a channel request, with the X-Shard of the shard that
-        failed (``exc.shard``), else of the channel's shard."""
-        headers = dict(headers or {})
-        shard = getattr(exc, "shard", None)
-        where = str(shard) if shard is not None else \
-            home_shard(request.scope.get("path_params", {}).get("channel"))
-        if where is not None:
-            headers["X-Shard"] = where
-        return _error(status, message, headers)
+def _error_answers(app: FastAPI, gw: _Gateway) -> None:
+    """Every failure answered as JSON with the shard it concerns: hotshard's errors by the
+    one table (``ERROR_STATUS``), a bad request, an HTTP error, a bug."""
+    failed = gw.failed
 
     async def hotshard_error(request: Request, exc: Exception) -> JSONResponse:
         """The one mapping of hotshard's errors to answers (``ERROR_STATUS``): a write
         handed to its shard before a 503/504 says its outcome is unknown and carries no
         Retry-After (a blind retry may store it twice); other 503s say when to retry."""
         status = next(code for kind, code in ERROR_STATUS if isinstance(exc, kind))
-        if status in (503, 504) and unknown_write(request, exc):
+        if status in (503, 504) and _unknown_write(request, exc):
             return failed(request, exc, status, f"{exc}; {UNKNOWN_OUTCOME}")
         headers = ({"Retry-After": str(max(1, round(exc.retry_after)))}
                    if isinstance(exc, ShardUnavailable) else None)
         return failed(request, exc, status, str(exc), headers)
-
-    def unknown_write(request: Request, exc: Exception) -> bool:
-        """A write handed to its shard before the failure: it may have been stored."""
-        return request.method == "POST" and bool(getattr(exc, "outcome_unknown", False)) \
-            and CHANNEL_PATH.match(request.url.path) is not None
 
     for kind, _ in ERROR_STATUS:
         app.add_exception_handler(kind, hotshard_error)
@@ -309,6 +333,11 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return failed(request, exc, exc.status_code, str(exc.detail),
                       getattr(exc, "headers", None))
+
+
+def _chat_routes(app: FastAPI, gw: _Gateway, max_body_bytes: int) -> None:
+    """Write a message, read a page of history: each answer names its shard (X-Shard)."""
+    service, home_shard = gw.service, gw.home_shard
 
     @app.post("/channels/{channel}/messages", status_code=201, response_model=Posted,
               responses=ERRORS, summary="Append a message (acknowledged once committed)")
@@ -346,6 +375,12 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
         messages = list(result.messages)
         next_before = messages[-1]["id"] if len(messages) == limit else None
         return Page(channel=channel, messages=messages, next_before=next_before)
+
+
+def _operator_routes(app: FastAPI, gw: _Gateway, admin_only) -> None:
+    """What an operator reads (/stats, /hotkeys, /health, /metrics) and the admin routes
+    that switch mitigations at run time (``admin_only`` guards them)."""
+    service, state = gw.service, gw.state
 
     @app.get("/stats", summary="Placement (partitioner, shard_count, key_type, layout), "
                                "per-shard counters, CPU, queue depth, latency")
@@ -399,8 +434,6 @@ def create_app(chat: ChatService, *, max_body_bytes: int, admin: AdminGuard) -> 
 
         body, content_type = render(service(), state)
         return Response(body, media_type=content_type)
-
-    return _BodyLimit(app, max_bytes=4 * max_body_bytes + 4096, shard_of_path=shard_of_path)
 
 
 async def _sample_cpu(service: ChatService, state: dict[str, Any]) -> None:
