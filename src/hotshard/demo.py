@@ -339,7 +339,7 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
     ``<report stem>-files/``, so ``hotshard diagnose`` and ``hotshard report`` can be re-run
     on them.
     """
-    from hotshard.report.html import check_report_path, write_report
+    from hotshard.report.html import check_report_path
 
     started = time.monotonic()
     s = QUICK if quick else FULL
@@ -354,137 +354,176 @@ def run_demo(*, seed: int = 2026, quick: bool = False,
 
     with tempfile.TemporaryDirectory(prefix="hotshard-demo-") as tmp:
         work = Path(tmp)
-        # 1
-        step(1, "A production-like trace")
-        counts = _trace_counts(s, rng)
-        trace = work / "chat_events.parquet"
-        n_events = _write_trace(counts, trace, rng)
-        ordered = np.sort(counts[counts > 0])[::-1]
-        say(f"{ordered.size:,} chat channels with messages, {n_events:,} messages (per-channel "
-            f"counts ~ power law alpha {s.alpha}; one channel hosts an event and carries "
-            f"{pct(ordered[0] / n_events)} alone; the top 1% of channels carry "
-            f"{pct(ordered[: max(1, ordered.size // 100)].sum() / n_events)}).")
-        say(f"Uniform keys would give each channel {pct(1 / s.channels)}.")
+        profile, profile_path, prediction = _offline_acts(work, s, seed, rng, step, say)
+        live = _live_acts(work, s, seed, profile, profile_path, prediction, step, say)
+        return _report_act(work, live, profile, profile_path, prediction, report_path,
+                           evidence, s, started, step, say)
 
-        # 2
-        step(2, "Profile it (counts per key only: no content, no user ids)")
-        from hotshard.profile.count import count_profile
-        from hotshard.profile.summary import summarize
-        from hotshard.render import profile_summary
 
-        profile = count_profile([str(trace)], key="channel_id", op="op", top_k=200)
-        profile_path = work / "production.profile.json"
-        profile.save(profile_path)
-        say(profile_summary(summarize(profile), "chat_events.parquet (demo)"))
+@dataclass(frozen=True)
+class _Live:
+    """What the live acts measured: each arm's runs, the median run of each, the diagnosis."""
 
-        # 3
-        step(3, f"Predict the hot shard: {s.shards} shards placed by {PARTITIONER}, "
-                "before any test")
-        from hotshard.render import prediction_summary
-        from hotshard.shards.partitioners import partitioner_for
-        from hotshard.shards.predict import predict
+    uniform_runs: LiveRuns
+    skewed_runs: LiveRuns
+    mitigated_runs: LiveRuns
+    uniform: Observations
+    skewed: Observations
+    mitigated: Observations
+    diagnosis: object
 
-        part = partitioner_for(PARTITIONER, s.shards, integer_keys=profile.integer_keys)
-        prediction = predict(profile, part)
-        say(prediction_summary(prediction))
 
-        # 4
-        step(4, "Simulate the incident at full scale (64 shards): uniform test vs production")
-        say(_simulate_text(seed, s.sim_seconds))
+def _offline_acts(work: Path, s: DemoSettings, seed: int, rng, step, say):
+    """Acts 1-4, before any test: a production-like trace, its profile, the hot shard
+    predicted, the incident simulated. Returns (profile, its file, the prediction)."""
+    step(1, "A production-like trace")
+    counts = _trace_counts(s, rng)
+    trace = work / "chat_events.parquet"
+    n_events = _write_trace(counts, trace, rng)
+    ordered = np.sort(counts[counts > 0])[::-1]
+    say(f"{ordered.size:,} chat channels with messages, {n_events:,} messages (per-channel "
+        f"counts ~ power law alpha {s.alpha}; one channel hosts an event and carries "
+        f"{pct(ordered[0] / n_events)} alone; the top 1% of channels carry "
+        f"{pct(ordered[: max(1, ordered.size // 100)].sum() / n_events)}).")
+    say(f"Uniform keys would give each channel {pct(1 / s.channels)}.")
 
-        # 5
-        step(5, f"Start the reference service: hotshard serve --shards {s.shards} "
-                f"--cost-ms {s.cost_ms:g}, loaded with {s.history_events:,} messages")
-        history = work / "history.parquet"
-        _write_history(profile, s.history_events, seed, history)
-        with _service(work, s, history) as service:
-            url = service.url
-            say(f"serving on {url} (stopped at the end of the demo)")
-            _drive(url, f"uniform:{s.channels}", s, s.warmup_seconds, "warm-up", seed + 1, say)
+    # 2
+    step(2, "Profile it (counts per key only: no content, no user ids)")
+    from hotshard.profile.count import count_profile
+    from hotshard.profile.summary import summarize
+    from hotshard.render import profile_summary
 
-            # 6
-            step(6, f"Load-test it open-loop at {s.rate:g} req/s for {s.drive_seconds:g} s: "
-                    f"uniform keys, then the profile's, taking turns {s.repeats} times")
-            uniform_label, skewed_label = "load test (uniform keys)", \
-                "production-like (profile keys)"
-            runs = _interleaved(url, s, [
-                (uniform_label, f"uniform:{s.channels}", seed + 2, s.repeats, None),
-                (skewed_label, str(profile_path), seed + 3, s.repeats, None)], service, say)
-            uniform_runs = LiveRuns(uniform_label, tuple(runs[0]))
-            skewed_runs = LiveRuns(skewed_label, tuple(runs[1]))
-            uniform, skewed = uniform_runs.median_run, skewed_runs.median_run
-            said: set[str] = set()
-            say(_run_table([uniform_runs, skewed_runs], said=said))
-            hot_id, hot_share = _hottest_share(skewed)
-            say(f"Shard {hot_id} served {pct(hot_share)} of the profile run's requests; "
-                f"predict said shard {prediction.hottest} would carry "
-                f"{pct(prediction.shares.max())}. Uniform keys put "
-                f"{pct(_hottest_share(uniform)[1])} on the busiest shard: the test looks fine.")
-            say(live_latency_note(s))
+    profile = count_profile([str(trace)], key="channel_id", op="op", top_k=200)
+    profile_path = work / "production.profile.json"
+    profile.save(profile_path)
+    say(profile_summary(summarize(profile), "chat_events.parquet (demo)"))
 
-            # 7
-            step(7, "Diagnose: which explanation fits?")
-            from hotshard.diagnose.engine import diagnose
-            from hotshard.diagnose.text import diagnosis_text
+    # 3
+    step(3, f"Predict the hot shard: {s.shards} shards placed by {PARTITIONER}, "
+            "before any test")
+    from hotshard.render import prediction_summary
+    from hotshard.shards.partitioners import partitioner_for
+    from hotshard.shards.predict import predict
 
-            diagnosis = diagnose(skewed_runs.evidence(), uniform_runs.evidence(),
-                                 profile=profile, partitioner=PARTITIONER)
-            say(diagnosis_text(diagnosis))
+    part = partitioner_for(PARTITIONER, s.shards, integer_keys=profile.integer_keys)
+    prediction = predict(profile, part)
+    say(prediction_summary(prediction))
 
-            # 8
-            step(8, "Switch on the mitigations at run time and replay the profile's traffic "
-                    "(switched off between runs, to compare turn by turn)")
-            say("POST /admin/mitigations " + json.dumps(MITIGATIONS)
-                + "  (hot channels: the service's own hot-key sketch names them); off: "
-                + json.dumps(MITIGATIONS_OFF))
-            mitigated_label = "profile keys, mitigated"
-            runs = _interleaved(url, s, [
-                (mitigated_label, str(profile_path), seed + 3, s.repeats, MITIGATIONS),
-                (skewed_label, str(profile_path), seed + 3, s.repeats - 1, MITIGATIONS_OFF)],
-                service, say)
-            _post(url + "/admin/mitigations", MITIGATIONS, service.admin_headers)
-            mitigated_runs = LiveRuns(mitigated_label, tuple(
-                _with_mitigations(o, service) for o in runs[0]))
-            skewed_runs = skewed_runs.with_runs(runs[1])
-            mitigated = mitigated_runs.median_run
-            say(_run_table([skewed_runs, mitigated_runs], [skewed, mitigated], said))
-            hot = max(range(len(skewed.shards)), key=lambda i: skewed.shards[i].cpu or 0)
-            now = max(range(len(mitigated.shards)), key=lambda i: mitigated.shards[i].cpu or 0)
-            say(f"The hot shard {skewed.shards[hot].id} went from {pct(skewed.shards[hot].cpu)} "
-                f"to {pct(mitigated.shards[hot].cpu)} CPU on the same requests; the busiest "
-                f"shard is now {mitigated.shards[now].id} at {pct(mitigated.shards[now].cpu)}.")
+    # 4
+    step(4, "Simulate the incident at full scale (64 shards): uniform test vs production")
+    say(_simulate_text(seed, s.sim_seconds))
+    return profile, profile_path, prediction
 
-        # 9
-        step(9, "Write the report")
-        uniform = uniform_runs.evidence(uniform)
-        skewed = skewed_runs.evidence(skewed)
-        mitigated = mitigated_runs.evidence(mitigated)
-        result = headline(uniform_runs, skewed_runs, mitigated_runs,
-                          shown=(uniform, skewed, mitigated),
-                          prediction_share=float(prediction.shares.max()))
-        files = work / "evidence"
-        files.mkdir()
-        profile.save(files / profile_path.name)
-        for name, obs in (("uniform", uniform), ("profile-keys", skewed),
-                          ("mitigated", mitigated)):
-            obs.save(files / f"{name}.json")
-        write_report(report_path, [skewed, uniform, mitigated], profile=profile,
-                     partitioner=PARTITIONER, diagnosis=diagnosis, notes=(live_latency_note(s),))
-        if evidence.exists():  # the previous run's: replaced whole, never mixed
-            shutil.rmtree(evidence)
-        shutil.move(str(files), evidence)
-        profile_path = evidence / profile_path.name
-        took = time.monotonic() - started
-        say(f"report: {report_path.resolve()}  (open it in a browser; no network needed)")
-        say(f"evidence: {evidence}/ (hotshard diagnose {evidence}/profile-keys.json "
-            f"--baseline {evidence}/uniform.json --profile {profile_path})")
-        say("")
-        say("Headline (what these runs support, most solid first):")
-        for line in result.lines:
-            say(f"  - {line}")
-        say(f"done in {took:.0f} s")
+
+def _live_acts(work: Path, s: DemoSettings, seed: int, profile, profile_path: Path,
+               prediction, step, say) -> _Live:
+    """Acts 5-8 against the reference service: load tests with uniform and profile keys,
+    the diagnosis, the mitigations switched on at run time."""
+    step(5, f"Start the reference service: hotshard serve --shards {s.shards} "
+            f"--cost-ms {s.cost_ms:g}, loaded with {s.history_events:,} messages")
+    history = work / "history.parquet"
+    _write_history(profile, s.history_events, seed, history)
+    with _service(work, s, history) as service:
+        url = service.url
+        say(f"serving on {url} (stopped at the end of the demo)")
+        _drive(url, f"uniform:{s.channels}", s, s.warmup_seconds, "warm-up", seed + 1, say)
+
+        # 6
+        step(6, f"Load-test it open-loop at {s.rate:g} req/s for {s.drive_seconds:g} s: "
+                f"uniform keys, then the profile's, taking turns {s.repeats} times")
+        uniform_label, skewed_label = "load test (uniform keys)", \
+            "production-like (profile keys)"
+        runs = _interleaved(url, s, [
+            (uniform_label, f"uniform:{s.channels}", seed + 2, s.repeats, None),
+            (skewed_label, str(profile_path), seed + 3, s.repeats, None)], service, say)
+        uniform_runs = LiveRuns(uniform_label, tuple(runs[0]))
+        skewed_runs = LiveRuns(skewed_label, tuple(runs[1]))
+        uniform, skewed = uniform_runs.median_run, skewed_runs.median_run
+        said: set[str] = set()
+        say(_run_table([uniform_runs, skewed_runs], said=said))
+        hot_id, hot_share = _hottest_share(skewed)
+        say(f"Shard {hot_id} served {pct(hot_share)} of the profile run's requests; "
+            f"predict said shard {prediction.hottest} would carry "
+            f"{pct(prediction.shares.max())}. Uniform keys put "
+            f"{pct(_hottest_share(uniform)[1])} on the busiest shard: the test looks fine.")
+        say(live_latency_note(s))
+
+        # 7
+        step(7, "Diagnose: which explanation fits?")
+        from hotshard.diagnose.engine import diagnose
+        from hotshard.diagnose.text import diagnosis_text
+
+        diagnosis = diagnose(skewed_runs.evidence(), uniform_runs.evidence(),
+                             profile=profile, partitioner=PARTITIONER)
+        say(diagnosis_text(diagnosis))
+
+        # 8
+        step(8, "Switch on the mitigations at run time and replay the profile's traffic "
+                "(switched off between runs, to compare turn by turn)")
+        say("POST /admin/mitigations " + json.dumps(MITIGATIONS)
+            + "  (hot channels: the service's own hot-key sketch names them); off: "
+            + json.dumps(MITIGATIONS_OFF))
+        mitigated_label = "profile keys, mitigated"
+        runs = _interleaved(url, s, [
+            (mitigated_label, str(profile_path), seed + 3, s.repeats, MITIGATIONS),
+            (skewed_label, str(profile_path), seed + 3, s.repeats - 1, MITIGATIONS_OFF)],
+            service, say)
+        _post(url + "/admin/mitigations", MITIGATIONS, service.admin_headers)
+        mitigated_runs = LiveRuns(mitigated_label, tuple(
+            _with_mitigations(o, service) for o in runs[0]))
+        skewed_runs = skewed_runs.with_runs(runs[1])
+        mitigated = mitigated_runs.median_run
+        say(_run_table([skewed_runs, mitigated_runs], [skewed, mitigated], said))
+        hot = max(range(len(skewed.shards)), key=lambda i: skewed.shards[i].cpu or 0)
+        now = max(range(len(mitigated.shards)), key=lambda i: mitigated.shards[i].cpu or 0)
+        say(f"The hot shard {skewed.shards[hot].id} went from {pct(skewed.shards[hot].cpu)} "
+            f"to {pct(mitigated.shards[hot].cpu)} CPU on the same requests; the busiest "
+            f"shard is now {mitigated.shards[now].id} at {pct(mitigated.shards[now].cpu)}.")
+    return _Live(uniform_runs, skewed_runs, mitigated_runs, uniform, skewed, mitigated,
+                 diagnosis)
+
+
+def _report_act(work: Path, live: _Live, profile, profile_path: Path, prediction,
+                report_path: Path, evidence: Path, s: DemoSettings, started: float, step,
+                say) -> DemoResult:
+    """Act 9: the report and its evidence files, and the headline."""
+    from hotshard.report.html import write_report
+
+    uniform_runs, skewed_runs, mitigated_runs = (live.uniform_runs, live.skewed_runs,
+                                                 live.mitigated_runs)
+    diagnosis = live.diagnosis
+    step(9, "Write the report")
+    uniform = uniform_runs.evidence(live.uniform)
+    skewed = skewed_runs.evidence(live.skewed)
+    mitigated = mitigated_runs.evidence(live.mitigated)
+    result = headline(uniform_runs, skewed_runs, mitigated_runs,
+                      shown=(uniform, skewed, mitigated),
+                      prediction_share=float(prediction.shares.max()))
+    files = work / "evidence"
+    files.mkdir()
+    profile.save(files / profile_path.name)
+    for name, obs in (("uniform", uniform), ("profile-keys", skewed),
+                      ("mitigated", mitigated)):
+        obs.save(files / f"{name}.json")
+    write_report(report_path, [skewed, uniform, mitigated], profile=profile,
+                 partitioner=PARTITIONER, diagnosis=diagnosis, notes=(live_latency_note(s),))
+    if evidence.exists():  # the previous run's: replaced whole, never mixed
+        shutil.rmtree(evidence)
+    shutil.move(str(files), evidence)
+    profile_path = evidence / profile_path.name
+    took = time.monotonic() - started
+    say(f"report: {report_path.resolve()}  (open it in a browser; no network needed)")
+    say(f"evidence: {evidence}/ (hotshard diagnose {evidence}/profile-keys.json "
+        f"--baseline {evidence}/uniform.json --profile {profile_path})")
+    say("")
+    say("Headline (what these runs support, most solid first):")
+    for line in result.lines:
+        say(f"  - {line}")
+    say(f"done in {took:.0f} s")
     return DemoResult(report_path, evidence, uniform, skewed, mitigated, diagnosis, took,
                       result, (uniform_runs, skewed_runs, mitigated_runs))
+
+
 
 
 def _busiest(obs: Observations) -> tuple[str, float, float]:

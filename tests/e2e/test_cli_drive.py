@@ -63,7 +63,11 @@ def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
         out = tmp_path / f"p{processes}.json"
         r = run_cli("drive", svc.url, "--keys", "zipf:1.1:500", "--rps", "100", "--duration",
                     "2s", "--seed", "9", "--processes", processes, "-q", "-o", str(out))
-        assert r.returncode == 0, r.stderr
+        # the subject is which requests were sent, not when: a driver starved of CPU (this
+        # suite's idle pass beside the timing pass) sends them all late and marks the run
+        # invalid (exit 3); its requests and their intended windows are the same
+        late = r.returncode == 3 and "finished sending" in r.stderr
+        assert r.returncode == 0 or late, r.stderr
         run = observations.load(out)
         shards.append((Counter({s.id: s.requests for s in run.shards}),
                        [[(s.id, s.requests) for s in w.shards] for w in run.windows]))

@@ -351,7 +351,10 @@ def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path)
 def test_mitigations_follow_the_sketch_to_the_hot_channel(tmp_path):
     """--hot-channels hot (the default): the page cache serves the channel the sketch reports
     above --hot-share, never a cold one; Ctrl-C then stops the service cleanly (exit 0)."""
-    with serve(tmp_path / "data", "--shards", "2", "--cache-ttl", "60s") as svc:
+    # a 60 s sketch window: the 120 posts stay in it however slowly a loaded machine sends
+    # them (the default 10 s window could forget the first before the last arrived)
+    with serve(tmp_path / "data", "--shards", "2", "--cache-ttl", "60s",
+               "--hot-window", "60s") as svc:
         post(svc, "quiet")   # at start: one request of one is no heat (MIN_HOT_WINDOW_REQUESTS)
         for i in range(120):
             post(svc, "popular", body=f"p{i}")
