@@ -124,7 +124,7 @@ def faithful_coverage(p_share: np.ndarray, events: float) -> float:
     count X ~ Poisson(n p) falls short of n p by chance, and E[min(p, X/n)] = p (1 - P(X =
     floor(n p))) (the terms below the mean sum to p P(X <= floor(n p) - 1)). A short test's
     coverage is judged against this, not against 1."""
-    from scipy.stats import poisson
+    from hotshard.compare import _poisson as poisson
 
     lam = events * p_share
     expected = p_share * (1.0 - poisson.pmf(np.floor(lam), lam))
@@ -133,7 +133,7 @@ def faithful_coverage(p_share: np.ndarray, events: float) -> float:
 
 def _head_coverage(test: Profile, prod: Profile, t: Thresholds, tc: TestCounts
                    ) -> tuple[Check, tuple[tuple[str, float, float], ...]]:
-    from scipy.stats import poisson
+    from hotshard.compare import _poisson as poisson
 
     keys = tuple(prod.head_keys)
     p_share = np.asarray(prod.head_counts, dtype=np.float64) / prod.events
@@ -354,7 +354,7 @@ def _test_hot_key(test: Profile, t: Thresholds) -> Check:
     over its keys could not? Its busiest key is judged against the largest count uniform keys
     give by chance (Bonferroni over the test's keys, P < ``HIDDEN_P``), and must also carry
     at least ``hidden_key_fail`` of the test to matter."""
-    from scipy.stats import poisson
+    from hotshard.compare import _poisson as poisson
 
     counts = np.asarray(test.head_counts, dtype=np.float64)
     top = float(counts.max()) if counts.size else 0.0

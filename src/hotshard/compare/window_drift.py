@@ -123,7 +123,7 @@ def window_totals(profile: Profile) -> np.ndarray | None:
 
 def _hot(counts: np.ndarray, tests: int) -> np.ndarray:
     """Per key and window: hot (see ``HOT_FACTOR``, ``HOT_P``)."""
-    from scipy.stats import poisson
+    from hotshard.compare import _poisson as poisson
 
     even = counts.sum(axis=1, keepdims=True) / counts.shape[1]
     p = poisson.sf(counts - 1, np.maximum(even, 1e-300))
