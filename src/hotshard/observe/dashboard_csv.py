@@ -157,6 +157,7 @@ def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: floa
                   f"out (e.g. {left[0][:60]!r})")
     times = array("d")
     values: dict[str, _Samples] = {}
+    columns = list(by_shard.items())
     held = 0
     seen_row = False
     for line, row in rows:
@@ -169,8 +170,23 @@ def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: floa
                              "per column (export with 'Series joined by time')")
         k = len(times)
         times.append(t)
-        for i, shard in by_shard.items():
-            got = _value(row[i], path, line, header[i]) if i < len(row) else None
+        width = len(row)
+        for i, shard in columns:
+            if i >= width:
+                continue
+            text = row[i]
+            try:   # the common case, a plain number, without the regex (10x faster)
+                value = float(text)
+            except ValueError:
+                value = None
+            if value is not None and math.isfinite(value) and abs(value) <= _MAX_VALUE \
+                    and "_" not in text:
+                samples = values.get(shard) or values.setdefault(shard, _Samples())
+                samples.rows.append(k)
+                samples.values.append(value)
+                held += 1
+                continue
+            got = _value(text, path, line, header[i])   # units, separators, blanks, errors
             if got is not None:
                 values.setdefault(shard, _Samples()).add(k, got[0], got[1])
                 held += 1
