@@ -77,10 +77,12 @@ def test_duckdb_and_spark_profiles_are_identical(tmp_path, monkeypatch):
     assert comparable(duck) == comparable(spark)
 
 
-def test_a_short_trace_of_many_keys_is_measured_exactly_by_both_engines(tmp_path):
+@pytest.mark.slow
+def test_a_short_trace_of_many_keys_is_measured_exactly_by_both_engines(tmp_path, monkeypatch):
     """2 M requests over ~1.6 M keys (past the 1 M keys of the exact pass on a long stream):
     both engines measure it exactly (``locality.exact_fits``), so their LRU curves are one
     curve, where two SHARDS samples of different hashes differed by their errors."""
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", JVM_OPTIONS)   # the same Spark, less JIT
     rng = np.random.default_rng(4)
     n = 2_000_000
     keys = np.where(rng.random(n) < 0.2, rng.zipf(1.2, n) % 5000,
