@@ -159,43 +159,21 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=replicas,
                               cache_hit=cache_hit, coalesce=coalesce, hot_keys=hot_keys)
     result = run_predict(prof, part, rps=rps, capacity=capacity, mitigations=mitigations)
-    found = None if detection is None else _detected(result, detection)
-    steady = None if detection is None else _steady(prof, part, detection)
+    found = None
+    if detection is not None:
+        from hotshard.shards.predict import predict_detection
+
+        found = predict_detection(result, prof, part, detection)
     if as_json:
         doc = result.to_dict()
         if found is not None:
-            doc["detection"] = {**detection.to_dict(), "events": found, "steady": steady}
+            doc["detection"] = {**detection.to_dict(), **found.to_dict()}
         click.echo(json.dumps(doc))
     else:
         click.echo(prediction_summary(result))
         if found is not None:
-            _detection_text(detection, found, steady, mitigations, result.timeline is None)
-
-
-def _detected(result, detection) -> list[dict]:
-    """Each of the prediction's events (its timelines) as the rule finds it: (earliest,
-    latest) seconds from its start to the action (``Detection.time_to_detect``)."""
-    events = getattr(result.timeline, "events", ()) if result.timeline is not None else ()
-    out = []
-    for e in events:
-        when = detection.time_to_detect(e.share, e.overall_share)
-        out.append({"key": e.key, "shard": e.shard, "start_s": e.start_s, "end_s": e.end_s,
-                    "share": e.share, "found_after_s": None if when is None else
-                    [round(when[0], 3), round(when[1], 3)]})
-    return out
-
-
-def _steady(profile, partitioner, detection) -> list[dict]:
-    """The head keys above the hot share over the whole span: hot from the start, found
-    within one window and a reading of the service's start (at most ten, largest first)."""
-    shares = profile.head_counts / max(float(profile.events), 1.0)
-    keys = [i for i in range(min(shares.size, 10)) if shares[i] >= detection.hot_share]
-    if not keys:
-        return []
-    placed = partitioner.shard_of([str(profile.head_keys[i]) for i in keys])
-    within = detection.window_s + 0.5 + detection.apply_s
-    return [{"key": str(profile.head_keys[i]), "shard": int(s), "share": float(shares[i]),
-             "found_within_s": within} for i, s in zip(keys, placed, strict=True)]
+            _detection_text(detection, list(found.events), list(found.steady), mitigations,
+                            result.timeline is None)
 
 
 def _detection_text(detection, found, steady, mitigations, no_timelines) -> None:

@@ -40,8 +40,8 @@ from hotshard.profile.document import DEFAULT_OPS, Profile
 from hotshard.shards.partitioners import Partitioner
 from hotshard.shards.split import split_shards
 
-__all__ = ["KeyLoad", "Prediction", "head_shards", "predict", "predict_load", "tail_placement",
-           "whole_span_load"]
+__all__ = ["KeyLoad", "Prediction", "PredictedDetection", "head_shards", "predict",
+           "predict_detection", "predict_load", "tail_placement", "whole_span_load"]
 
 # rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
 # its CPU figures would print in powers of ten or overflow.
@@ -362,3 +362,41 @@ def head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]
                          f"recorded ({recorded}), not on {spec}; profile the data again with "
                          "that store's partitioner")
     return np.asarray(rec.head_shards, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class PredictedDetection:
+    """``predict --detect``: how a service's hot-key rule (``detect.policy.Detection``) would
+    find the profile's hot keys. ``events``: each event of the prediction's timelines with
+    ``found_after_s`` (earliest, latest seconds from its start to the action; None: never
+    found); ``steady``: the head keys above the hot share over the whole span (hot from the
+    start, found within a window, a reading and the time to apply; at most ten)."""
+
+    events: tuple[dict[str, Any], ...]
+    steady: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"events": list(self.events), "steady": list(self.steady)}
+
+
+def predict_detection(prediction: Prediction, profile: Profile, partitioner: Partitioner,
+                      detection) -> PredictedDetection:
+    """The rule's closed form (``Detection.time_to_detect``) over the prediction's events,
+    and the keys hot over the whole span placed by ``partitioner``."""
+    timeline = prediction.timeline
+    events = []
+    for e in (getattr(timeline, "events", ()) if timeline is not None else ()):
+        when = detection.time_to_detect(e.share, e.overall_share)
+        events.append({"key": e.key, "shard": e.shard, "start_s": e.start_s, "end_s": e.end_s,
+                       "share": e.share, "found_after_s": None if when is None else
+                       [round(when[0], 3), round(when[1], 3)]})
+    shares = np.asarray(profile.head_counts, dtype=np.float64) / max(float(profile.events), 1.0)
+    keys = [i for i in range(min(shares.size, 10)) if shares[i] >= detection.hot_share]
+    steady = []
+    if keys:
+        placed = partitioner.shard_of([str(profile.head_keys[i]) for i in keys])
+        within = detection.window_s + 0.5 + detection.apply_s
+        steady = [{"key": str(profile.head_keys[i]), "shard": int(s),
+                   "share": float(shares[i]), "found_within_s": within}
+                  for i, s in zip(keys, placed, strict=True)]
+    return PredictedDetection(tuple(events), tuple(steady))
