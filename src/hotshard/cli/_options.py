@@ -184,12 +184,9 @@ def detection_from(detect: bool, given: dict, recorded=None):
         return None
     from hotshard.detect.policy import Detection
 
-    base = recorded or Detection()
-    pick = {"hot_window": base.window_s, "hot_share": base.hot_share,
-            "apply_time": base.apply_s}
-    pick.update({k: v for k, v in given.items() if k in pick and v is not None})
-    return Detection(window_s=pick["hot_window"], hot_share=pick["hot_share"],
-                     apply_s=pick["apply_time"])
+    return (recorded or Detection()).overridden(
+        window_s=given.get("hot_window"), hot_share=given.get("hot_share"),
+        apply_s=given.get("apply_time"))
 
 
 __all__ = ["KEY_TYPE_RULE", "PARTITIONER_CHOICE", "AlternativeList", "Count", "HotEventSpec",

@@ -257,25 +257,14 @@ def _calibrated(given, values) -> None:
                                   coalesce=bool(values["coalesce"]))
         events = ()
         if values["detect"]:
-            from hotshard.sim.calibrate import run_detection, run_events
+            from hotshard.sim.calibrate import like_detection
 
-            recorded = run_detection(run)
-            if recorded is None:
-                note(f"{path} does not record how its target finds hot keys (drive against "
-                     "hotshard serve records it): serve's defaults, or --hot-window and "
-                     "--hot-share")
-            detection = detection_from(True, values, recorded)
-            events = run_events(run)
-            if not events:
-                note(f"{path} injected no event (drive --event): the detection is modelled "
-                     "on the keys' own heat")
-            if not mitigations.active:   # the run's own, as the model takes them
-                from hotshard.sim.calibrate import run_mitigations
-
-                theirs, said = run_mitigations(run, events)
-                mitigations = theirs or mitigations
-                for text in said:
-                    note(text)
+            like = like_detection(run, mitigations, where=path,
+                                  window_s=values["hot_window"], hot_share=values["hot_share"],
+                                  apply_s=values["apply_time"])
+            detection, events, mitigations = like.detection, like.events, like.mitigations
+            for text in like.notes:
+                note(text)
         predicted = predict_like(cal, rps=values["rps"], shards=values["shards"],
                                  duration=values["duration"], mitigations=mitigations,
                                  seed=values["seed"], detection=detection, hot_events=events)

@@ -87,6 +87,13 @@ class Detection:
                              f"got {apply_s!r}")
         object.__setattr__(self, "apply_s", float(apply_s))
 
+    def overridden(self, *, window_s: float | None = None, hot_share: float | None = None,
+                   apply_s: float | None = None) -> Detection:
+        """This rule with the values given (None: this rule's own)."""
+        return Detection(window_s=self.window_s if window_s is None else window_s,
+                         hot_share=self.hot_share if hot_share is None else hot_share,
+                         apply_s=self.apply_s if apply_s is None else apply_s)
+
     @property
     def slice_s(self) -> float:
         """One slice of the window: the step the window moves in."""

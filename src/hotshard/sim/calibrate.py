@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hotshard.errors import InputError
 from hotshard.observations import Observations, ShardObservation
@@ -42,8 +42,9 @@ from hotshard.observations import Observations, ShardObservation
 if TYPE_CHECKING:
     from hotshard.sim.scenarios import Prepared
 
-__all__ = ["Calibration", "ReplayComparison", "ShardComparison", "calibrate", "compare",
-           "predict_like", "replay", "run_detection", "run_events", "run_mitigations"]
+__all__ = ["Calibration", "LikeDetection", "ReplayComparison", "ShardComparison", "calibrate",
+           "compare", "like_detection", "predict_like", "replay", "run_detection", "run_events",
+           "run_mitigations"]
 
 _Z99 = 2.3263478740408408   # the standard normal's 99th percentile
 _MAX_SIGMA = 2.0             # p99 / mean = exp(2 z99 - 2) ~ 14.2
@@ -566,3 +567,41 @@ def compare(measured: Observations, predicted: Observations) -> ReplayComparison
                                  measured_p99_ms=m.p99_ms, predicted_p99_ms=p.p99_ms)
                  for m, p in zip(mine, theirs, strict=True))
     return ReplayComparison(rows)
+
+
+@dataclass(frozen=True)
+class LikeDetection:
+    """What ``simulate --like RUN --detect`` models: the run's hot-key rule (``detection``,
+    the values given overriding the run's), the events it injected, the mitigations (those
+    given, else the run's own, translated) and what the user should know of each choice."""
+
+    detection: Any
+    events: tuple
+    mitigations: Any
+    notes: tuple[str, ...]
+
+
+def like_detection(run: Observations, mitigations, *, where: str,
+                   window_s: float | None = None, hot_share: float | None = None,
+                   apply_s: float | None = None) -> LikeDetection:
+    """The run's detection, events and mitigations for a model of its service (``--like``
+    with ``--detect``), each from the run's record when it has one, else serve's defaults."""
+    from hotshard.detect.policy import Detection
+
+    notes: list[str] = []
+    recorded = run_detection(run)
+    if recorded is None:
+        notes.append(f"{where} does not record how its target finds hot keys (drive against "
+                     "hotshard serve records it): serve's defaults, or --hot-window and "
+                     "--hot-share")
+    detection = (recorded or Detection()).overridden(window_s=window_s, hot_share=hot_share,
+                                                     apply_s=apply_s)
+    events = run_events(run)
+    if not events:
+        notes.append(f"{where} injected no event (drive --event): the detection is modelled "
+                     "on the keys' own heat")
+    if not mitigations.active:   # the run's own, as the model takes them
+        theirs, said = run_mitigations(run, events)
+        mitigations = theirs or mitigations
+        notes.extend(said)
+    return LikeDetection(detection, tuple(events), mitigations, tuple(notes))
