@@ -515,7 +515,9 @@ def check_summary(report) -> str:
     """``hotshard check``'s verdict: each check with its message, then what to do."""
     lines = []
     for c in report.checks:
-        lines.append(f"{_CHECK_MARK[c.verdict]:5} {c.name}")
+        # a check that cannot judge this pair passes, and says it did not apply
+        mark = "N/A" if c.numbers.get("applies") is False else _CHECK_MARK[c.verdict]
+        lines.append(f"{mark:5} {c.name}")
         lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
                                    subsequent_indent="      "))
     lines.append("")
@@ -537,7 +539,9 @@ def check_summary(report) -> str:
     else:
         lines.append("PASS" + (f": {report.no_hot_spot}." if report.no_hot_spot else
                                ": the test's keys concentrate load as production's do."))
-    return "\n".join(lines)
+    # the verdict line wraps as the checks' messages do (it names keys and shards)
+    verdict = textwrap.wrap(lines.pop(), width=100, subsequent_indent="  ")
+    return "\n".join(lines + verdict)
 
 
 def cluster_status_text(result) -> str:

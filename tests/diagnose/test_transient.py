@@ -47,7 +47,7 @@ def test_onset_detection_relief_and_time_above_the_target():
     text = "\n".join(transient_lines(t))
     assert "detected 0.40 s after the onset" in text
     assert "relieved 3.0 s after the onset (read in 1 s windows)" in text
-    assert "too slow for this ramp: the shard's p99 was above 40 ms for 2 s" in text
+    assert "too slow for this ramp: the shard's p99 was above 40 ms for 2.00 s" in text
     # the rule's floor: 5% of a 2 s window at a 50% share is 0.2 s
     assert "the rule's floor: 0.2 s" in text and "a 1 s window (--hot-window)" in text
 
@@ -93,13 +93,16 @@ def test_simulate_detect_diagnose_and_report_show_the_transient(tmp_path):
     diag = run_cli("diagnose", str(out), "--slo-ms", "1")
     assert diag.returncode == 0, diag.stderr
     assert "Transient (onset, detection, relief):" in diag.stdout
-    assert "too slow for this ramp" in diag.stdout
+    # a 1 ms target is above the shard's p99 even after relief: no faster rule would meet it,
+    # and the verdict says so instead of blaming the detector
+    assert "out of reach for detection" in diag.stdout
     as_json = json.loads(run_cli("diagnose", str(out), "--json").stdout)
     assert as_json["transients"][0]["detected_s"] == 5.5
     html = tmp_path / "r.html"
     rep = run_cli("report", str(out), "-o", str(html), "--slo-ms", "1")
     assert rep.returncode == 0, rep.stderr
-    assert "event on 4711" in html.read_text() and "too slow for this ramp" in html.read_text()
+    assert "event on 4711" in html.read_text()
+    assert "out of reach for detection" in html.read_text()
 
 
 @pytest.mark.parametrize(("extra", "said"), [

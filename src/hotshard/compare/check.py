@@ -224,13 +224,13 @@ def _tail(test: Profile, prod: Profile, t: Thresholds) -> Check:
         which = " and ".join(n for n, law in (("the test", tl), ("production", pl))
                              if not law or law.get("alpha") is None)
         return Check("tail-exponent", "pass", f"not compared: no power-law tail fitted for "
-                     f"{which}", {})
+                     f"{which}", {"applies": False})
     spread = _busiest_over_mean(test)
     if spread is not None and spread < NEAR_UNIFORM:
         return Check("tail-exponent", "pass",
                      f"does not apply: the test's keys are near uniform (its busiest key "
                      f"{spread:.1f}x the mean), so the power law fitted to them means nothing",
-                     {"busiest_over_mean": spread})
+                     {"busiest_over_mean": spread, "applies": False})
     a_t, a_p = float(tl["alpha"]), float(pl["alpha"])
     se = math.hypot(float(tl.get("alpha_se") or 0.0), float(pl.get("alpha_se") or 0.0))
     allowed = max(t.alpha_tolerance, 3 * se)

@@ -30,6 +30,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from hotshard._format import latency
 from hotshard.detect.policy import HOT_REFRESH_S, Detection
 from hotshard.observations import Observations, TimeWindow
 
@@ -221,12 +222,18 @@ def transient_lines(t: Transient) -> list[str]:
         lines.append(f"  not relieved: the shard stayed at {t.load_after:.0%} {unit} "
                      f"(from {t.load_before:.0%}): the mitigation does not take load off it")
     if t.p99_during_ms is not None:
-        after = f", {t.p99_after_ms:.3g} ms after" if t.p99_after_ms is not None else ""
-        lines.append(f"  shard p99 {t.p99_during_ms:.3g} ms during the transient{after}")
+        after = f", {latency(t.p99_after_ms)} after" if t.p99_after_ms is not None else ""
+        lines.append(f"  shard p99 {latency(t.p99_during_ms)} during the transient{after}")
     if t.slo_ms is not None and t.above_slo_s is not None:
-        if t.above_slo_s > 0:
+        above = latency(t.above_slo_s * 1000)
+        if t.above_slo_s > 0 and t.p99_after_ms is not None and t.p99_after_ms > t.slo_ms:
+            lines.append(f"  verdict: out of reach for detection: the shard's p99 was above "
+                         f"{t.slo_ms:g} ms for {above}, and still {latency(t.p99_after_ms)} "
+                         "after relief: no faster rule meets the target (more capacity, or "
+                         "a target the shard meets when calm)")
+        elif t.above_slo_s > 0:
             lines.append(f"  verdict: too slow for this ramp: the shard's p99 was above "
-                         f"{t.slo_ms:g} ms for {t.above_slo_s:.3g} s")
+                         f"{t.slo_ms:g} ms for {above}")
         else:
             lines.append(f"  verdict: fast enough: the shard's p99 stayed within "
                          f"{t.slo_ms:g} ms")
