@@ -285,7 +285,9 @@ def simulation_summary(result) -> str:
         return f"{n:,} {word}{'' if n == 1 else 's'}"
 
     lines = [f"Simulated {format_duration(result.duration)} at {result.rps:,.4g} req/s on "
-             f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each",
+             f"{plural(m.shards, m.partitioner + ' shard')}, {plural(m.workers, 'worker')} each"
+             + (f" ({w.replicas} read nodes each for hot keys' reads)" if w.replicas > 1
+                else ""),
              f"  requests  {result.requests:,}, {result.key_generator} keys"
              f"{_ORDER_TEXT.get(result.key_order, '')}"]
     lines.append(f"  service {_spec_text(m.service.to_dict())}; reads {result.reads}")
@@ -516,7 +518,8 @@ def check_summary(report) -> str:
     lines = []
     for c in report.checks:
         # a check that cannot judge this pair passes, and says it did not apply
-        mark = "N/A" if c.numbers.get("applies") is False else _CHECK_MARK[c.verdict]
+        mark = ("N/A" if (getattr(c, "numbers", None) or {}).get("applies") is False
+                else _CHECK_MARK[c.verdict])
         lines.append(f"{mark:5} {c.name}")
         lines.extend(textwrap.wrap(c.message, width=96, initial_indent="      ",
                                    subsequent_indent="      "))
