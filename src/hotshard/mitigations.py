@@ -195,7 +195,8 @@ class Mitigations:
         """The mitigations switched on, one phrase each (unset ones are not mentioned)."""
         parts = []
         if self.splits:
-            who = f"top {self.split_keys} keys" if self.split_keys else "hot keys"
+            who = ("the top key" if self.split_keys == 1 else f"top {self.split_keys} keys"
+                   if self.split_keys else "hot keys")
             parts.append(f"{who} split into {self.split_into} time-bucket sub-partitions")
         if self.replicas > 1:
             parts.append(f"reads spread over {self.replicas} replicas per shard (the primary "

@@ -366,8 +366,8 @@ def run_length(profile, *, rps: float | None = None, duration: float | None = No
     if rps is None and duration is None:
         rps, duration = mean, seconds
         text = (f"simulating the profile's measured rate, {mean:,.4g} req/s, over its "
-                f"measured span, {format_duration(seconds)} (its {section} section; --rps "
-                "and --duration set them)")
+                f"measured span, {format_duration(seconds)} (its {section} section; give "
+                "--rps and --duration for others)")
     elif duration is None:
         duration = seconds
         text = (f"simulating {rps:,.4g} req/s "
