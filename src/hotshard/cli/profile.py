@@ -143,8 +143,8 @@ def profile(inputs, key, counts, op, size, time_col, time_unit, top_k, min_count
     tail = (f"tail alpha {pl['alpha']:.3f} (xmin {pl['xmin']})" if pl
             else "tail: histogram only (no power-law fit)")
     head_share = float(result.head_counts.sum()) / result.events
-    click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys; "
-               f"head {len(result.head_keys)} keys ({pct(head_share)} of events); {tail}")
+    click.echo(f"wrote {output}: {result.events:,.0f} events, {result.keys:,.0f} keys")
+    click.echo(f"  head {len(result.head_keys)} keys ({pct(head_share)} of events); {tail}")
     loc = result.locality
     if loc is not None and loc.method == "shards":
         note(f"locality by SHARDS sampling at rate {loc.sample_rate:.3g} ({loc.keys:,} keys is "
