@@ -502,6 +502,8 @@ class _Run:
         times = iter(self.blocks)
         positions = None
         if self.key_order is not None and not getattr(self.key_order, "windowed", False):
+            if progress is not None:   # seconds before the first window: say what they are
+                progress("ordering the keys over the whole run", None)
             kept = list(times)   # an order over the whole run needs all its instants
             whole = np.concatenate(kept)
             seed = int(_child(self.root, _ORDER).generate_state(1)[0] & 0x7FFFFFFF)
