@@ -164,3 +164,24 @@ def test_a_sigterm_whose_exception_is_swallowed_still_ends_the_run(tmp_path):
     assert "terminated (files being written were removed)" in err
     assert time.monotonic() - started < 10
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctrl_c_while_the_cli_is_still_importing_is_one_line_and_130():
+    """`hotshard.__main__.run` imports the CLI under a guard: a Ctrl-C that lands before
+    `cli.main` handles it is an interrupted run (130, one line), not a traceback. The import
+    is made to raise as a Ctrl-C there would."""
+    import subprocess
+
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def interrupted(name, *a, **k):\n"
+            "    if name == 'hotshard.cli':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = interrupted\n"
+            "from hotshard.__main__ import run\n"
+            "sys.exit(run())\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 130, res.stderr
+    assert res.stderr == "hotshard: interrupted\n"
