@@ -58,7 +58,7 @@ class _ListSampler:
 def _text_plan(events: int, chunk_rows: int, sampler=None) -> GenerationPlan:
     return GenerationPlan(samplers={"*": sampler or _ListSampler(AWKWARD)},
                           op_shares={"read": 0.9, "write": 0.1}, events=events, seed=11,
-                          arrivals=Arrivals(1000.0), start_ms=0, integer_keys=False,
+                          arrivals=Arrivals(1000.0), start_ms=0,
                           chunk_rows=chunk_rows)
 
 

@@ -140,9 +140,16 @@ def partitioner_options(func):
         click.option("--chunks", "chunks_file", metavar="FILE",
                      help="MongoDB chunk ranges: 'min max shard' lines (MinKey/MaxKey ends)."),
     ]
-    for opt in reversed(opts):
-        func = opt(func)
-    return func
+    return _stacked(opts)(func)
+
+
+def _stacked(opts):
+    """A decorator applying ``opts`` so that ``--help`` lists them in the order given."""
+    def decorate(func):
+        for opt in reversed(opts):
+            func = opt(func)
+        return func
+    return decorate
 
 
 def detection_options(defaults: str = ""):
@@ -163,18 +170,14 @@ def detection_options(defaults: str = ""):
                           "found hot (serve's read mitigations: 0; a store that moves data "
                           "to split: longer) [default: 0]."),
     ]
-
-    def decorate(func):
-        for opt in reversed(opts):
-            func = opt(func)
-        return func
-    return decorate
+    return _stacked(opts)
 
 
-def detection_from(detect: bool, given: dict, recorded=None):
+def detection_from(detect: bool, given: dict):
     """The Detection ``--detect`` asks for (None without it): the flags ``given`` (their
-    values, None when left out), else ``recorded`` (a run's), else serve's defaults. A
-    detection flag without --detect is a usage error: it would silently do nothing."""
+    values, None when left out) over serve's defaults. A detection flag without --detect is
+    a usage error: it would silently do nothing. (``--like`` takes the run's rule instead:
+    ``sim.calibrate.like_detection``.)"""
     loose = [name for name in ("hot_window", "hot_share", "apply_time")
              if given.get(name) is not None]
     if loose and not detect:
@@ -184,7 +187,7 @@ def detection_from(detect: bool, given: dict, recorded=None):
         return None
     from hotshard.detect.policy import Detection
 
-    return (recorded or Detection()).overridden(
+    return Detection().overridden(
         window_s=given.get("hot_window"), hot_share=given.get("hot_share"),
         apply_s=given.get("apply_time"))
 

@@ -172,7 +172,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     else:
         click.echo(prediction_summary(result))
         if found is not None:
-            _detection_text(detection, list(found.events), list(found.steady), mitigations,
+            _detection_text(detection, found.events, found.steady, mitigations,
                             result.timeline is None)
 
 

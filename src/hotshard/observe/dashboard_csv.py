@@ -176,20 +176,20 @@ def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: floa
                 continue
             text = row[i]
             try:   # the common case, a plain number, without the regex (10x faster)
-                value = float(text)
+                value, unit = float(text), None
+                plain = math.isfinite(value) and abs(value) <= _MAX_VALUE and "_" not in text
             except ValueError:
-                value = None
-            if value is not None and math.isfinite(value) and abs(value) <= _MAX_VALUE \
-                    and "_" not in text:
-                samples = values.get(shard) or values.setdefault(shard, _Samples())
-                samples.rows.append(k)
-                samples.values.append(value)
-                held += 1
-                continue
-            got = _value(text, path, line, header[i])   # units, separators, blanks, errors
-            if got is not None:
-                values.setdefault(shard, _Samples()).add(k, got[0], got[1])
-                held += 1
+                plain = False
+            if not plain:   # units, separators, blanks, errors: the regex and its messages
+                got = _value(text, path, line, header[i])
+                if got is None:
+                    continue
+                value, unit = got
+            samples = values.get(shard)
+            if samples is None:
+                samples = values[shard] = _Samples()
+            samples.add(k, value, unit)
+            held += 1
         if held > MAX_SAMPLES:
             raise InputError(f"{path}: more than {MAX_SAMPLES:,} samples: export a shorter "
                              "window or a coarser interval")

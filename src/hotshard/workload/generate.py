@@ -126,7 +126,7 @@ def plan_workload(
         profile = profile.scaled(keys=keys, key_scaling=key_scaling)
     model = _key_model(profile, dist, keys=keys, tail=tail, follow=follow)
     run_seconds = arrivals.seconds_for(events)
-    notes = _event_notes(hot_events, model.integer_keys, run_seconds, events, rate)
+    notes = _event_notes(hot_events, model.sampler.integer_keys, run_seconds, events, rate)
     order, positions, more = _key_order(profile, order, model.sampler, events, int(seed),
                                         rescaled=keys is not None, shaped=shaped)
     made = {"seed": str(int(seed))}
@@ -142,8 +142,7 @@ def plan_workload(
     return GenerationPlan(samplers={"*": model.sampler}, op_shares=model.op_shares,
                           events=events, seed=int(seed), arrivals=arrivals, start_ms=start_ms,
                           size_quantiles=model.sizes, hot_events=tuple(hot_events),
-                          n_users=n_users, integer_keys=model.integer_keys,
-                          notes=notes + more, op_mix=model.op_mix,
+                          n_users=n_users, notes=notes + more, op_mix=model.op_mix,
                           metadata=tuple(made.items()), positions=positions)
 
 
@@ -201,11 +200,10 @@ def _events_and_rate(profile: Profile | None, events: int | None, rate: float | 
 
 @dataclass(frozen=True)
 class _KeyModel:
-    """The keys of a workload: the sampler, whether its keys are integers, the operations'
-    shares (overall and by key) and the message sizes."""
+    """The keys of a workload: the sampler (``integer_keys`` says what its keys are), the
+    operations' shares (overall and by key) and the message sizes."""
 
     sampler: Any
-    integer_keys: bool
     op_shares: dict[str, float]
     op_mix: Any
     sizes: dict[str, float]
@@ -215,7 +213,7 @@ def _key_model(profile: Profile | None, dist: str | None, *, keys: int | None, t
                follow) -> _KeyModel:
     if profile is not None:
         sampler = from_profile(profile, tail=tail, follow=follow)
-        return _KeyModel(sampler, sampler.integer_keys, op_shares_of(profile),
+        return _KeyModel(sampler, op_shares_of(profile),
                          op_mix_by_key(profile) if profile.operations else None,
                          (profile.sizes or {}).get("quantiles")
                          or dict(DEFAULT_SIZE_QUANTILES))
@@ -225,7 +223,7 @@ def _key_model(profile: Profile | None, dist: str | None, *, keys: int | None, t
     if follow is not None:
         raise InputError("following a placement makes tail keys follow a profile's "
                          "recorded placement: it needs a profile")
-    return _KeyModel(parse_dist(dist), True, op_shares_of(None), None,
+    return _KeyModel(parse_dist(dist), op_shares_of(None), None,
                      dict(DEFAULT_SIZE_QUANTILES))
 
 

@@ -51,7 +51,6 @@ class GenerationPlan:
     size_quantiles: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SIZE_QUANTILES))
     hot_events: tuple[HotEvent, ...] = ()
     n_users: int = DEFAULT_USERS
-    integer_keys: bool = True  # the keys are int64 IDs (else text)
     chunk_rows: int = CHUNK_ROWS
     notes: tuple[str, ...] = ()  # things the user should know about this plan (not errors)
     # how the file was made (key scaling, tail model, seed), stored in Parquet metadata so
