@@ -58,7 +58,7 @@ def make_generated(events: int, profile: Path, seed: int = 1) -> Path:
     path = CACHE / f"check_generated_{events}_{seed}.parquet"
     if not path.exists():
         CACHE.mkdir(exist_ok=True)
-        subprocess.run([*HOTSHARD, "generate", str(profile), "--events", str(events),
+        subprocess.run([*HOTSHARD, "generate", str(profile), "--messages", str(events),
                         "--seed", str(seed), "-o", str(path), "-q"], check=True)
     return path
 

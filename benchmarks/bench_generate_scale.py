@@ -57,7 +57,7 @@ def main() -> None:
         for order in args.orders:
             with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
                 out = Path(tmp) / "out.parquet"
-                seconds, peak = measured([hotshard, "generate", args.profile, "--events",
+                seconds, peak = measured([hotshard, "generate", args.profile, "--messages",
                                           str(events), "--seed", "1", "--order", order,
                                           "--workers", str(args.workers), "-o", str(out),
                                           "-q"])

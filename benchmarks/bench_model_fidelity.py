@@ -1,7 +1,7 @@
 """Benchmark: the simulator against live runs, judged against the machine's own noise.
 
 Every live run is made as a user makes it (``hotshard drive ... -o run.json``), and every
-prediction too (``hotshard simulate --replay run.json`` / ``--like run.json --rps R``):
+prediction too (``hotshard simulate replay run.json`` / ``simulate like run.json --rps R``):
 
 1. ``hotshard serve`` with 2 and then 4 shards, ``--cost-ms`` so a shard saturates at a few
    dozen requests a second (the whole demand stays well under this machine's two cores), keys
@@ -68,7 +68,7 @@ def make_profile(work: Path) -> Path:
 
 
 def drive(url: str, profile: Path, rps: float, seconds: float, seed: int, out: Path) -> dict:
-    hotshard("drive", url, "--keys", str(profile), "--rps", f"{rps:.3f}", "--duration",
+    hotshard("drive", url, str(profile), "--rps", f"{rps:.3f}", "--duration",
              f"{seconds:g}s", "--seed", str(seed), "--max-error-rate", "5", "-o", str(out))
     return json.loads(out.read_text())
 
@@ -155,12 +155,12 @@ def serve_series(work: Path, profile: Path, shards: int, cost_ms: float, seconds
                 runs.append(drive(svc.url, profile, rps, seconds, k + 1, path))
                 if k == 0:
                     first = path
-            replayed = simulate("--replay", str(first))
+            replayed = simulate("replay", str(first))
             like = None
             if base_path is None:
                 base_path = first
             else:
-                like = simulate("--like", str(base_path), "--rps", f"{rps:.3f}")
+                like = simulate("like", str(base_path), "--rps", f"{rps:.3f}")
             lines.append(row(f"serve {shards} shards, {target:.0%} at {rps:.1f} req/s",
                              runs, replayed, like))
             if target == 0.60:
@@ -192,9 +192,9 @@ def cache_change(svc, profile: Path, mid, base_path: Path, seconds: float, work:
                                            1)
     lam = rps * HOT_SHARE * reads          # the hot channel's reads a second
     hit = lam * CACHE_TTL_S / (1 + lam * CACHE_TTL_S)
-    without = simulate("--like", str(base_path), "--rps", f"{rps:.3f}")
-    with_cache = simulate("--like", str(base_path), "--rps", f"{rps:.3f}", "--cache-hit",
-                          f"{hit:.4f}", "--hot-keys", "1")
+    without = simulate("like", str(base_path), "--rps", f"{rps:.3f}")
+    with_cache = simulate("like", str(base_path), "--rps", f"{rps:.3f}", "--cache-hit",
+                          f"{hit:.4f}", "--cached-keys", "1")
     hot = hot_index(before)
     measured = 100 * (shard_rows(after)[hot]["cpu"] - shard_rows(before)[hot]["cpu"])
     predicted = 100 * (shard_rows(with_cache)[hot]["cpu"] - shard_rows(without)[hot]["cpu"])
@@ -218,7 +218,7 @@ def redis_series(work: Path, profile: Path, seconds: float, repeats: int,
         for rps in rates:
             runs = [drive(url, profile, rps, seconds, k + 1, work / f"r{rps}-{k}.json")
                     for k in range(repeats)]
-            replayed = simulate("--replay", str(work / f"r{rps}-0.json"), "-p",
+            replayed = simulate("replay", str(work / f"r{rps}-0.json"), "-p",
                                 "redis-cluster")
             lines.append(row(f"Redis 3 nodes at {rps:g} req/s", runs, replayed, None))
     finally:

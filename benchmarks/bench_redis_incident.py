@@ -4,8 +4,8 @@ Runs, on one cluster started here (`hotshard cluster up`, no persistence):
 
 1. `redis-benchmark --cluster -r N` (the Redis project's own load generator: uniform random
    keys over N, the incident's mistake), GET/SET;
-2. `hotshard drive --keys uniform:N` at R req/s (our driver, uniform keys);
-3. `hotshard drive --keys examples/incident-event.profile.json` at a lower rate (profile keys);
+2. `hotshard drive URL --dist uniform:N` at R req/s (our driver, uniform keys);
+3. `hotshard drive URL examples/incident-event.profile.json` at a lower rate (profile keys);
 4. the same profile keys through `hotshard serve --store` with and without `--split 6` on the
    hot channel (the gateway is one Python process, so this runs at a few hundred req/s and the
    load is measured as each node's share of data commands).
@@ -70,7 +70,8 @@ def hotshard(*args: str) -> subprocess.CompletedProcess:
 def drive(url: str, keys: str, rate: float, seconds: float, tmp: Path, name: str,
           read: str | None = READ) -> dict:
     out = tmp / f"{name}.json"
-    args = ["drive", url, "--keys", keys, "--rps", str(rate), "--duration", f"{seconds}s",
+    source = ["--dist", keys] if ":" in keys and not keys.endswith(".json") else [keys]
+    args = ["drive", url, *source, "--rps", str(rate), "--duration", f"{seconds}s",
             "--seed", "3", "-q", "-o", str(out)]
     if read:
         args += ["--read", read]
@@ -121,7 +122,7 @@ def main() -> None:
                                                       "profile"))))
             for split in (0, 6):
                 data = tmp / f"serve-{split}"
-                extra = ["--split", str(split), "--hot-channels", "627051655"] if split else []
+                extra = ["--split-into", str(split), "--mitigate", "627051655"] if split else []
                 with serve(data, "--store", url, *extra) as svc:
                     name = "serve --store, profile keys, 200/s" + (
                         f", split {split}" if split else "")

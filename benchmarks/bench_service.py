@@ -60,7 +60,7 @@ def load(tmp: Path, events: int) -> None:
     from hotshard.cli import main
 
     out = tmp / "load.parquet"
-    main(["generate", str(ROOT / "examples" / "incident.profile.json"), "--events",
+    main(["generate", str(ROOT / "examples" / "incident.profile.json"), "--messages",
           str(events), "--seed", "1", "-o", str(out)])
     import pyarrow.parquet as pq
 
@@ -94,7 +94,7 @@ def preload(tmp: Path) -> Path:
     from hotshard.cli import main
 
     out = tmp / "history.parquet"
-    main(["generate", str(PROFILE), "--events", "2e5", "--seed", "2", "-o", str(out)])
+    main(["generate", str(PROFILE), "--messages", "2e5", "--seed", "2", "-o", str(out)])
     return out
 
 

@@ -10,7 +10,7 @@ page cache), next to a bare interpreter doing the imports the command cannot avo
   ``powerlaw.Fit`` of the same file (read with ``np.loadtxt``, ``discrete=True``, alpha range
   [1, 6]), in the same run: target >= 15x faster; both fits are printed to show they agree;
 * ``hotshard shard somekey -p redis-cluster -n 3`` and
-  ``hotshard generate --dist zipf:1.1:1e6 --events 10 -o OUT.parquet`` against
+  ``hotshard generate --dist zipf:1.1:1e6 --messages 10 -o OUT.parquet`` against
   ``python -c "import numpy, pyarrow"``: targets < 1.5 s.
 
 It also reports whether ``hotshard fit`` loaded numba or scipy (a small fit should not).
@@ -119,11 +119,11 @@ def main() -> None:
         arrow, _ = timed([PY, "-c", "import numpy, pyarrow"], args.repeats)
         shard, _ = timed([HOTSHARD, "shard", "somekey", "-p", "redis-cluster", "-n", "3"],
                          args.repeats)
-        gen, _ = timed([HOTSHARD, "generate", "--dist", "zipf:1.1:1e6", "--events", "10",
+        gen, _ = timed([HOTSHARD, "generate", "--dist", "zipf:1.1:1e6", "--messages", "10",
                         "-o", out], args.repeats)
         row("python -c 'import numpy, pyarrow' (reference)", arrow)
         row("hotshard shard somekey -p redis-cluster -n 3", shard, "< 1.5 s", shard < 1.5)
-        row("hotshard generate --dist zipf:1.1:1e6 --events 10", gen, "< 1.5 s", gen < 1.5)
+        row("hotshard generate --dist zipf:1.1:1e6 --messages 10", gen, "< 1.5 s", gen < 1.5)
 
     print(f"whole-process wall seconds, best of {args.repeats} (powerlaw: best of "
           f"{args.baseline_repeats}), after one warm-up run each; python {sys.version.split()[0]}")

@@ -1,6 +1,6 @@
 """Locust reading hotshard's csv-feeder file: keep the locustfile, change only the key source.
 
-    hotshard generate examples/incident.profile.json --events 1e6 --seed 1 \\
+    hotshard generate examples/incident.profile.json --messages 1e6 --seed 1 \\
         --format csv-feeder -o keys.csv
     locust -f examples/feeder_locustfile.py --headless -u 50 -r 50 -t 60s \\
         --host http://127.0.0.1:8080 --feeder keys.csv --feeder-user-rate 10

@@ -110,9 +110,9 @@ def warm_data(tmp: Path) -> None:
     _cli("profile", str(TRACE), "--key", "key", "-o", profile)
     _fit()
     _direct()
-    _cli("generate", profile, "--events", "2e4", "--order", "locality", "-o",
+    _cli("generate", profile, "--messages", "2e4", "--order", "locality", "-o",
          str(tmp / "g.parquet"))
-    _cli("generate", str(EVENT_PROFILE), "--events", "2e4", "-o", str(tmp / "e.parquet"))
+    _cli("generate", str(EVENT_PROFILE), "--messages", "2e4", "-o", str(tmp / "e.parquet"))
     for name in PARTITIONERS:
         if name != "map":  # a map partitioner is read from a file: no kernel of its own
             _cli("predict", profile, "-p", name, "-n", "4")

@@ -22,7 +22,7 @@ def _full(*args, **kwargs):
 
 @pytest.mark.parametrize(("target", "argv"), [
     ("pyarrow.parquet.ParquetWriter.write_table",
-     ["generate", PROFILE, "--events", "5000", "-o", "{tmp}/o.parquet"]),
+     ["generate", PROFILE, "--messages", "5000", "-o", "{tmp}/o.parquet"]),
     ("matplotlib.figure.Figure.savefig", ["inspect", PROFILE, "--plot", "{tmp}/p.png"]),
 ])
 def test_a_full_disk_is_one_line_and_nothing_partial(tmp_path, monkeypatch, target, argv):

@@ -17,7 +17,7 @@ PROFILE = str(ROOT / "examples" / "incident.profile.json")
 @pytest.mark.parametrize("argv", [
     ["observe", "k6", "{f}"], ["diagnose", "{f}"], ["report", "{f}", "-o", "{d}/r.html"],
     ["inspect", "{f}"], ["predict", "{f}", "-p", "kafka", "-n", "4"],
-    ["simulate", "--replay", "{f}"], ["check", PROFILE, "--against", "{f}"],
+    ["simulate", "replay", "{f}"], ["check", PROFILE, "--against", "{f}"],
 ])
 def test_deeply_nested_json_is_one_line(tmp_path, text, argv):
     path = tmp_path / "deep.json"
@@ -108,5 +108,5 @@ def test_observations_of_too_many_shards_are_refused_at_once(tmp_path):
     assert "more than the 16,384 read" in (tmp_path / "r.html").read_text()
     assert time.monotonic() - started < 30   # 175 s and 2.5 GB before
     # the ones that need every field refuse the file in one line
-    res = run_cli("simulate", "--replay", str(path))
+    res = run_cli("simulate", "replay", str(path))
     assert res.returncode == 2 and "more than the 16,384 read" in res.stderr

@@ -79,7 +79,7 @@ def test_one_vocabulary_in_every_record():
                                   if k != "split_hot"}) == m  # a record reads back
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--split", "0"), ("--split", "65"),
+@pytest.mark.parametrize(("flag", "value"), [("--split-into", "0"), ("--split-into", "65"),
                                              ("--replicas", "10"), ("--replicas", "0")])
 def test_serve_refuses_a_mitigation_past_the_service_limits(tmp_path, flag, value):
     """One definition of the service's limits (``hotshard.mitigations``): serve's flags refuse

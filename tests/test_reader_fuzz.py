@@ -52,7 +52,7 @@ def _docs():
     small_profile = {k: v for k, v in profile.items() if k not in ("placement",)}
     return [
         ("observations", production, lambda f: ["diagnose", f]),
-        ("observations-strict", production, lambda f: ["simulate", "--replay", f]),
+        ("observations-strict", production, lambda f: ["simulate", "replay", f]),
         ("profile", small_profile, lambda f: ["inspect", f]),
         ("profile-predict", small_profile, lambda f: ["predict", f, "-p", "kafka", "-n", "4"]),
         ("k6", HANDLE_SUMMARY, lambda f: ["observe", "k6", f, "--shard-tag", "shard"]),

@@ -1,6 +1,6 @@
 // k6 reading hotshard's keys: the team keeps its k6 test and changes only the key source.
 //
-//   hotshard generate examples/incident.profile.json --events 1e6 --seed 1 \
+//   hotshard generate examples/incident.profile.json --messages 1e6 --seed 1 \
 //       --format k6 -o examples/k6/keys.json
 //   k6 run -e BASE_URL=http://127.0.0.1:8080 -e RATE=500 -e DURATION=60s examples/k6/script.js
 //

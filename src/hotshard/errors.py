@@ -15,6 +15,9 @@ imports keep working. Control-flow signals that are not errors (the CLI's ``Term
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 __all__ = [
     "FetchError", "FitError", "HeaderLineError", "HotshardError", "IdempotencyConflict",
     "InputError", "LoadError",
@@ -24,8 +27,33 @@ __all__ = [
 ]
 
 
+# a parameter named in a message: ``${rate} must be > 0``
+_PARAMETER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+
+
 class HotshardError(Exception):
-    """Base of every error hotshard raises on purpose; the message says what to do."""
+    """Base of every error hotshard raises on purpose; the message says what to do.
+
+    A message names the parameters it is about as ``${name}``, a library argument's name
+    (``${rate} must be > 0, got -1``), never a command-line flag: a library caller reads
+    ``rate must be > 0``, and the CLI words it with the flag of the command that ran
+    (``--rps must be > 0``) through ``worded``, mapping a parameter to its flag in one place
+    (``cli._options.flag_names``) instead of editing messages (click's ``param_hint``)."""
+
+    def __str__(self) -> str:
+        return self.worded()
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameters the message names, in order."""
+        return tuple(_PARAMETER.findall(super().__str__()))
+
+    def worded(self, names: Mapping[str, str] | None = None) -> str:
+        """The message with each named parameter as ``names`` calls it (a flag), else by
+        its own name."""
+        names = names or {}
+        return _PARAMETER.sub(lambda m: names.get(m.group(1), m.group(1)),
+                              super().__str__())
 
 
 # -- input: files, documents, arguments ---------------------------------------------------------

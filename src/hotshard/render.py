@@ -104,7 +104,7 @@ def profile_summary(summary, source: str) -> str:
 
 
 def verify_summary(report, path: str) -> str:
-    """`hotshard generate --verify`: one line per check."""
+    """`hotshard generate verify`: one line per check."""
     lines = [f"Verify {path}: {report.events:,} messages"]
     for check in report.checks:
         lines.append(f"  {'PASS' if check.passed else 'FAIL'}  {check.name}: {check.detail}")
@@ -160,14 +160,16 @@ def prediction_summary(pred) -> str:
     """`hotshard predict`: per-shard shares, against what uniform keys would show."""
     import textwrap
 
-    exact = "exact (placement recorded in the profile)" if pred.tail_exact else \
-        "head exact, tail by its mean and variance"
+    exact = ("exact (placement recorded in the profile)" if pred.tail_exact else
+             "head exact, tail by its mean and variance")
+    if pred.keys_from != "profile":
+        exact = f"every key of {pred.keys_from} placed exactly"
     n = pred.n_shards
     lines = [f"Predicted load on {pred.partitioner} ({n} shard{'' if n == 1 else 's'}; {exact})"]
     if pred.timeline is not None:
         lines += _timeline_lead(pred)
         lines.append("  over the whole span:")
-    else:
+    elif pred.keys_from == "profile":
         lines.append("  (no timelines in the profile: shares over its whole span only; "
                      "`hotshard profile --time` records when each head key was hot)")
     lines += _shard_rows(pred, "before" if pred.after is not None else "prediction")

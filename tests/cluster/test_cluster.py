@@ -37,7 +37,7 @@ def _data_calls(state: local.ClusterState) -> list[int]:
 
 def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
     base = _free_base(3)
-    r = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
+    r = run_cli("cluster", "up", "--shards", "3", "--port", str(base), "--data",
                 str(tmp_path / "c"), "--no-persist")
     assert r.returncode == 0, r.stderr
     recorded = json.loads((tmp_path / "c" / "cluster.json").read_text())
@@ -45,16 +45,16 @@ def test_cluster_up_status_down_stops_exactly_its_processes(tmp_path):
     pids = recorded["pids"]
     try:
         assert all(Path(f"/proc/{pid}").exists() for pid in pids)
-        status = run_cli("cluster", "status", "--dir", str(tmp_path / "c"), "--json")
+        status = run_cli("cluster", "status", "--data", str(tmp_path / "c"), "--json")
         assert status.returncode == 0, status.stderr
         nodes = json.loads(status.stdout)["nodes"]
         assert [n["slot_count"] for n in nodes] == [5461, 5462, 5461]
         assert {n["status"] for n in nodes} == {"ok"}
-        again = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir",
+        again = run_cli("cluster", "up", "--shards", "3", "--port", str(base), "--data",
                         str(tmp_path / "other"))
         assert again.returncode == 2 and "in use" in again.stderr
     finally:
-        down = run_cli("cluster", "down", "--dir", str(tmp_path / "c"))
+        down = run_cli("cluster", "down", "--data", str(tmp_path / "c"))
     assert down.returncode == 0, down.stderr
     for pid in pids:
         assert process_state(pid) in (None, "Z")  # gone, or a zombie waiting for its reaper
@@ -67,7 +67,7 @@ def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, 
     shares, hottest = predicted_node_shares(PROFILE, state)
     before = _data_calls(state)
     out = tmp_path / "obs.json"
-    r = run_cli("drive", state.url, "--keys", PROFILE, "--rps", "3000", "--duration", "10s",
+    r = run_cli("drive", state.url, PROFILE, "--rps", "3000", "--duration", "10s",
                 "--seed", "5", "-q", "-o", str(out))
     assert r.returncode == 0, r.stderr
     calls = [a - b for a, b in zip(_data_calls(state), before, strict=True)]
@@ -84,11 +84,11 @@ def test_predict_from_the_live_slot_map_matches_what_the_nodes_counted(cluster, 
 def test_wrong_inputs(tmp_path):
     r = run_cli("cluster", "status", "--url", "redis://127.0.0.1:1")
     assert r.returncode == 2 and "cannot reach" in r.stderr
-    r = run_cli("cluster", "down", "--dir", str(tmp_path / "none"))
+    r = run_cli("cluster", "down", "--data", str(tmp_path / "none"))
     assert r.returncode == 2 and "no cluster recorded" in r.stderr
     r = run_cli("predict", PROFILE, "-p", "kafka", "--slots-from", "redis://127.0.0.1:1")
     assert r.returncode == 2 and "redis-cluster" in r.stderr
-    r = run_cli("drive", "redis-cluster://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10")
+    r = run_cli("drive", "redis-cluster://127.0.0.1:1", "--dist", "uniform:10", "--rps", "10")
     assert r.returncode == 2 and "cannot reach Redis" in r.stderr
 
 
@@ -98,11 +98,11 @@ def test_serve_keeps_channels_in_the_cluster_and_splits_over_nodes(cluster, tmp_
     state = cluster(3)
     store = state.url
     history = tmp_path / "m.parquet"
-    made = run_cli("generate", "--dist", "zipf:1.1:200", "--events", "5000", "--seed", "2",
+    made = run_cli("generate", "--dist", "zipf:1.1:200", "--messages", "5000", "--seed", "2",
                    "-o", str(history))
     assert made.returncode == 0, made.stderr
-    with serve(tmp_path / "data", "--store", store, "--load", str(history), "--split", "3",
-               "--split-bucket", "0.02", "--hot-channels", "big") as svc:
+    with serve(tmp_path / "data", "--store", store, "--load", str(history), "--split-into", "3",
+               "--split-bucket", "0.02", "--mitigate", "big") as svc:
         stats = svc.stats()
         assert [s["pid"] for s in stats["shards"]] == list(state.pids)
         written, nodes = [], set()
@@ -213,7 +213,7 @@ def test_replica_reads_on_a_cluster_with_replicas(tmp_path):
         replicas = replica_map(store)
         assert all(len(r) == 1 for r in replicas.values()) and len(replicas) == 3
         with serve(tmp_path / "data", "--store", store, "--replicas", "2",
-                   "--hot-channels", "hot1") as svc:
+                   "--mitigate", "hot1") as svc:
             shard = int(svc.post("/channels/hot1/messages",
                                  json={"user": "u", "body": "x"}).headers["x-shard"])
             node = sorted(replicas, key=lambda a: int(a.rsplit(":", 1)[1]))[shard]

@@ -32,7 +32,7 @@ def test_drive_with_a_node_killed_and_one_frozen_is_an_invalid_run(cluster, tmp_
     state = cluster(3)
     live, frozen, dead = state.addresses
     out = tmp_path / "obs.json"
-    command = [sys.executable, "-m", "hotshard", "drive", state.url, "--keys", "uniform:3000",
+    command = [sys.executable, "-m", "hotshard", "drive", state.url, "--dist", "uniform:3000",
                "--rps", "300", "--duration", "5s", "--timeout", "1s", "-o", str(out)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)

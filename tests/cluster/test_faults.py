@@ -1,7 +1,7 @@
 """A Redis Cluster closed by default and honest under faults (issue 19).
 
 Closed: `cluster up` sets a generated password that only its owner can read, every hotshard
-command takes it from the URL (or `--dir`'s state file), and a client without it is refused.
+command takes it from the URL (or `--data`'s state file), and a client without it is refused.
 Honest: `cluster status` shows a cluster with a dead or frozen node instead of failing; a URL
 that leads to something other than Redis fails within the timeout with one line; a failed
 command is named after Redis's own error code, in the row of the node it was sent to.
@@ -62,7 +62,7 @@ def test_cluster_up_sets_a_password_only_its_owner_can_read(tmp_path):
 
     directory = tmp_path / "c"
     base = free_base(3)
-    r = run_cli("cluster", "up", "--nodes", "3", "--port", str(base), "--dir", str(directory),
+    r = run_cli("cluster", "up", "--shards", "3", "--port", str(base), "--data", str(directory),
                 "--no-persist")
     assert r.returncode == 0, r.stderr
     try:
@@ -85,20 +85,20 @@ def test_cluster_up_sets_a_password_only_its_owner_can_read(tmp_path):
             redis.Redis(port=base, password="not-it", retry=once).ping()
         assert node_client(state, base + 1).ping()
     finally:
-        down = run_cli("cluster", "down", "--dir", str(directory))
+        down = run_cli("cluster", "down", "--data", str(directory))
     assert down.returncode == 0, down.stderr
 
 
 @slow
 def test_every_command_takes_the_password_from_the_url_or_the_state_file(cluster, tmp_path):
     state = cluster(3)
-    status = run_cli("cluster", "status", "--dir", state.dir, "--json")
+    status = run_cli("cluster", "status", "--data", state.dir, "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["url"] == state.url  # shows the URL to use again
     as_user = state.url.replace("://:", "://default:")  # USER:PASSWORD@ (Redis's ACL user)
     assert run_cli("cluster", "status", "--url", as_user).returncode == 0
     out = tmp_path / "obs.json"
-    drive = run_cli("drive", state.url, "--keys", "uniform:100", "--rps", "200", "--duration",
+    drive = run_cli("drive", state.url, "--dist", "uniform:100", "--rps", "200", "--duration",
                     "1s", "-q", "-o", str(out))
     assert drive.returncode == 0, drive.stderr  # any failure above 1% would exit non-zero
     predict = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", state.url)
@@ -108,19 +108,19 @@ def test_every_command_takes_the_password_from_the_url_or_the_state_file(cluster
     wrong = state.url.replace(state.password, "not-" + state.password)
     for url, said in ((bare, "needs a password (NOAUTH)"), (wrong, "refused the password")):
         for args in (["cluster", "status", "--url", url],
-                     ["drive", url, "--keys", "uniform:10", "--rps", "10", "--duration", "1s"],
+                     ["drive", url, "--dist", "uniform:10", "--rps", "10", "--duration", "1s"],
                      ["predict", PROFILE, "-p", "redis-cluster", "--slots-from", url]):
             r = run_cli(*args)
             line = _error_line(r)
             assert r.returncode == 2 and said in line, (args, r.stderr)
-            assert "cluster status --dir" in line and state.password not in r.stderr
+            assert "cluster status --data" in line and state.password not in r.stderr
 
 
 def test_up_refuses_more_nodes_than_the_memory_holds(tmp_path, monkeypatch):
     """Checked before anything starts: one line naming what is short and the limit; no
     process started, no directory created."""
     monkeypatch.setattr(local, "_available_memory", lambda: (200 * 2**20, "this machine"))
-    r = run_cli("cluster", "up", "--nodes", "100", "--port", str(free_base(100)), "--dir",
+    r = run_cli("cluster", "up", "--shards", "100", "--port", str(free_base(100)), "--data",
                 str(tmp_path / "c"))
     line = _error_line(r)
     assert r.returncode == 2
@@ -173,7 +173,7 @@ def test_status_of_a_cluster_with_a_dead_node_shows_every_node(cluster):
     while not _gone(state.ports[1]) and time.monotonic() < deadline:
         time.sleep(0.05)
 
-    text = run_cli("cluster", "status", "--dir", state.dir)
+    text = run_cli("cluster", "status", "--data", state.dir)
     assert text.returncode == 1, text.stderr
     rows = {ln.split()[0]: ln for ln in text.stdout.splitlines()[2:]}
     assert sorted(rows) == sorted(state.addresses)
@@ -181,7 +181,7 @@ def test_status_of_a_cluster_with_a_dead_node_shows_every_node(cluster):
     assert all(" ok " in rows[a] for a in state.addresses if a != dead)
     assert f"{dead} unreachable" in text.stdout.splitlines()[0]
 
-    for args in (["--dir", state.dir], ["--url", state.url.replace(
+    for args in (["--data", state.dir], ["--url", state.url.replace(
             str(state.ports[0]), str(state.ports[2]))]):
         r = run_cli("cluster", "status", *args, "--json")
         assert r.returncode == 1, r.stderr
@@ -200,7 +200,7 @@ def test_status_of_a_frozen_node_is_bounded_by_the_timeout(cluster):
     os.kill(state.pids[2], signal.SIGSTOP)
     try:
         started = time.monotonic()
-        r = run_cli("cluster", "status", "--dir", state.dir, "--timeout", "1", "--json")
+        r = run_cli("cluster", "status", "--data", state.dir, "--timeout", "1", "--json")
         elapsed = time.monotonic() - started
     finally:
         os.kill(state.pids[2], signal.SIGCONT)
@@ -224,7 +224,7 @@ def test_a_port_that_is_not_redis_fails_within_the_timeout(kind, command):
             args = ["cluster", "status", "--url", f"redis://127.0.0.1:{port}", "--timeout",
                     "1s"]
         else:
-            args = ["drive", f"{command.split()[1]}127.0.0.1:{port}", "--keys", "uniform:10",
+            args = ["drive", f"{command.split()[1]}127.0.0.1:{port}", "--dist", "uniform:10",
                     "--rps", "10", "--duration", "1s", "--timeout", "1"]
         started = time.monotonic()
         r = run_cli(*args)

@@ -107,7 +107,7 @@ def test_drive_stopped_while_a_peer_trickles_exits_at_once(signum, code):
     with fake_peer("trickle") as port:
         proc = subprocess.Popen(
             [sys.executable, "-m", "hotshard", "drive", f"redis-cluster://127.0.0.1:{port}",
-             "--keys", "uniform:10", "--rps", "10", "--duration", "2s", "--timeout", "60s"],
+             "--dist", "uniform:10", "--rps", "10", "--duration", "2s", "--timeout", "60s"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             time.sleep(3.0)  # started and waiting for the slot map (start-up takes ~1-2 s)
@@ -176,7 +176,7 @@ def test_drive_status_and_predict_take_the_password_from_redis_cli_auth(cluster,
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["url"] == bare  # shown as given: no password
     out = tmp_path / "obs.json"
-    drive = run_cli("drive", bare, "--keys", "uniform:100", "--rps", "200", "--duration", "1s",
+    drive = run_cli("drive", bare, "--dist", "uniform:100", "--rps", "200", "--duration", "1s",
                     "-q", "-o", str(out))
     assert drive.returncode == 0, drive.stderr
     predict = run_cli("predict", PROFILE, "-p", "redis-cluster", "--slots-from", bare)
@@ -187,7 +187,7 @@ def test_drive_status_and_predict_take_the_password_from_redis_cli_auth(cluster,
 
     monkeypatch.setenv("REDISCLI_AUTH", "not-" + state.password)
     for args in (["cluster", "status", "--url", bare],
-                 ["drive", bare, "--keys", "uniform:10", "--rps", "10", "--duration", "1s"]):
+                 ["drive", bare, "--dist", "uniform:10", "--rps", "10", "--duration", "1s"]):
         r = run_cli(*args)
         assert r.returncode == 2, r.stderr
         assert "refused the password in REDISCLI_AUTH" in _error_line(r)
@@ -197,13 +197,13 @@ def test_drive_status_and_predict_take_the_password_from_redis_cli_auth(cluster,
     assert r.returncode == 2 and "REDISCLI_AUTH" in _error_line(r)  # the hint names it
 
 
-# --- 3. a file in the way of --dir ----------------------------------------------------------
+# --- 3. a file in the way of --data----------------------------------------------------------
 
 
 @pytest.mark.parametrize("under", ["afile/c", "afile", "afile/c/d"])
 def test_up_refuses_a_dir_with_a_file_in_the_way(tmp_path, under):
     (tmp_path / "afile").write_text("mine\n")
-    r = run_cli("cluster", "up", "--dir", str(tmp_path / under), "--port", str(free_base(3)))
+    r = run_cli("cluster", "up", "--data", str(tmp_path / under), "--port", str(free_base(3)))
     line = _error_line(r)
     assert r.returncode == 2
     assert f"{tmp_path / 'afile'} is a file, not a directory" in line
@@ -286,8 +286,8 @@ def test_an_interrupted_up_stops_its_nodes_and_leaves_nothing(tmp_path, signum, 
         (root / "keep.txt").write_text("mine\n")
     base = free_base(3)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hotshard", "cluster", "up", "--nodes", "3", "--port",
-         str(base), "--dir", str(root)],
+        [sys.executable, "-m", "hotshard", "cluster", "up", "--shards", "3", "--port",
+         str(base), "--data", str(root)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert _wait_until(lambda: (root / local.STATE_FILE).exists(), 30), \
@@ -339,7 +339,7 @@ def test_every_file_a_persistent_cluster_writes_is_0600(tmp_path):
 @slow
 def test_up_says_how_to_keep_the_password_off_command_lines(tmp_path):
     base = free_base(1)
-    r = run_cli("cluster", "up", "--nodes", "1", "--port", str(base), "--dir",
+    r = run_cli("cluster", "up", "--shards", "1", "--port", str(base), "--data",
                 str(tmp_path / "c"), "--no-persist")
     try:
         assert r.returncode == 0, r.stderr

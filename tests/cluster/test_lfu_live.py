@@ -112,6 +112,6 @@ def test_a_policy_without_counters_says_so(cluster):
 
 
 def test_cluster_up_refuses_a_policy_redis_does_not_have(tmp_path):
-    res = run_cli("cluster", "up", "--dir", str(tmp_path / "c"), "--maxmemory-policy", "lfu")
+    res = run_cli("cluster", "up", "--data", str(tmp_path / "c"), "--maxmemory-policy", "lfu")
     assert res.returncode == 2 and "'--maxmemory-policy'" in res.stderr
     assert not (tmp_path / "c").exists()

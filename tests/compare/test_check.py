@@ -83,7 +83,7 @@ def test_keys_generated_from_the_profile_pass(tmp_path, web07, ring):
     prof = tmp_path / "web07.json"
     web07.save(prof)
     out = tmp_path / "gen.parquet"
-    assert main(["generate", str(prof), "--events", str(EVENTS), "--seed", "3", "-o",
+    assert main(["generate", str(prof), "--messages", str(EVENTS), "--seed", "3", "-o",
                  str(out)]) == 0
     keys = pq.read_table(out).column("channel_id").to_numpy()
     report = _run(tmp_path, web07, keys, "generated", ring, cache_size=2000)
@@ -208,7 +208,7 @@ def test_pseudonymized_production_and_a_test_generated_from_it(tmp_path):
                  "--shards", "16", "-o", str(prod_path), "-q"]) == 0
     prod = Profile.load(prod_path)
     out = tmp_path / "gen.parquet"
-    assert main(["generate", str(prod_path), "--events", "200000", "--seed", "1", "-o",
+    assert main(["generate", str(prod_path), "--messages", "200000", "--seed", "1", "-o",
                  str(out)]) == 0
     ring = make_partitioner("kafka", 16, key_type="bigint")
     test, counts = profile_test([str(out)], production=prod, key="channel_id",
@@ -283,7 +283,7 @@ def test_a_test_whose_keys_reuse_less_than_production_warns_on_its_own_measured_
     verdicts = {}
     for order in ("irm", "locality"):
         out = tmp_path / f"{order}.parquet"
-        assert run_cli("generate", str(prof), "--events", "76118", "--seed", "1", "--order",
+        assert run_cli("generate", str(prof), "--messages", "76118", "--seed", "1", "--order",
                        order, "-o", str(out)).returncode == 0
         res = run_cli("check", str(out), "--against", str(prof), "--cache-size", "204",
                       "--json")

@@ -33,7 +33,7 @@ def _drive(url: str, tmp_path: Path, *extra: str, timeout: float = 60.0,
     generous, so a run whose failures are refusals and resets never also times out because
     the machine was busy (these tests run beside others); the test of timeouts sets it."""
     out = tmp_path / "obs.json"
-    proc = subprocess.run([*HOTSHARD, "drive", url, "--keys", "uniform:1000", "--rps", "300",
+    proc = subprocess.run([*HOTSHARD, "drive", url, "--dist", "uniform:1000", "--rps", "300",
                            "--duration", "3s", "--timeout", request_timeout, "-o", str(out),
                            *extra],
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -101,7 +101,7 @@ def test_rates_no_process_can_schedule_are_refused_before_anything_runs(tmp_path
     assert proc.returncode == 2 and doc is None
     assert "at most 50,000/s each" in proc.stderr and "Locust" in proc.stderr
     proc, _ = _drive("http://127.0.0.1:9", tmp_path, "--rps", "120000")
-    assert proc.returncode == 2 and "use --processes 3" in proc.stderr
+    assert proc.returncode == 2 and "use --workers 3" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -220,7 +220,7 @@ def test_the_demo_stops_rather_than_tell_its_story_on_failed_requests():
 def _started(url: str, tmp_path: Path, *extra: str) -> subprocess.Popen:
     out = tmp_path / "obs.json"
     return subprocess.Popen(
-        [*HOTSHARD, "drive", url, "--keys", "uniform:1000", "--rps", "200", "--duration",
+        [*HOTSHARD, "drive", url, "--dist", "uniform:1000", "--rps", "200", "--duration",
          "30s", "-o", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, cwd=ROOT, start_new_session=True)
 
@@ -258,7 +258,7 @@ def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
     import signal as signals
 
     with run_server("silent") as url:
-        proc = _started(url, tmp_path, "--processes", processes)
+        proc = _started(url, tmp_path, "--workers", processes)
         # the run really under way (spawned processes start late on a loaded machine)
         held = wait_for_requests(url, 150)
         stdout, stderr = _stop_after(proc, 0.0, signals.SIGTERM)
@@ -275,7 +275,7 @@ def test_a_stop_with_requests_stuck_counts_them_as_failed(tmp_path, processes):
 def test_a_reader_that_goes_away_loses_neither_the_file_nor_the_status(tmp_path):
     out = tmp_path / "obs.json"
     with run_server("silent") as url:
-        shell = (f"{sys.executable} -m hotshard drive {url} --keys uniform:100 --rps 100 "
+        shell = (f"{sys.executable} -m hotshard drive {url} --dist uniform:100 --rps 100 "
                  f"--duration 2s --timeout 0.5s -o {out} | head -c 1; "
                  "echo \" ${PIPESTATUS[0]}\"")
         res = subprocess.run(["bash", "-c", shell], capture_output=True, text=True,

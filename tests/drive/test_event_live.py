@@ -34,9 +34,9 @@ def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
     with serve(tmp_path / "data", "--shards", "4", "--cache-ttl", "1s", "--hot-window",
                f"{WINDOW_S:g}s", "--cost-ms", "2") as svc:
         res = run_cli_subprocess(
-            "drive", svc.url, "--keys", "uniform:2000", "--rps", str(RATE), "--duration",
+            "drive", svc.url, "--dist", "uniform:2000", "--rps", str(RATE), "--duration",
             f"{DURATION:g}s", "--event", f"{EVENT}:{SHARE}:{ONSET:g}s:{DURATION:g}s",
-            "--read-ratio", "0.9", "--seed", "3", "-q", "-o", str(out))
+            "--read-share", "0.9", "--seed", "3", "-q", "-o", str(out))
         assert res.returncode == 0, res.stderr
         event_shard = svc.get(f"/channels/{EVENT}/messages").headers["x-shard"]
     doc = json.loads(out.read_text())
@@ -81,7 +81,7 @@ def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
 
     (live,) = event_transients(Observations.from_dict(doc))
     model_out = tmp_path / "model.json"
-    res = run_cli_subprocess("simulate", "--like", str(out), "--detect", "-o", str(model_out))
+    res = run_cli_subprocess("simulate", "like", str(out), "--detect", "-o", str(model_out))
     assert res.returncode == 0, res.stderr
     assert "event on big-stream" in res.stdout and "relieved" in res.stdout, res.stdout
     (model,) = event_transients(Observations.load(model_out))
@@ -94,11 +94,11 @@ def test_an_event_is_found_within_two_windows_and_its_shard_relieved(tmp_path):
 @pytest.mark.parametrize(("args", "said"), [
     (["serve", "--hot-window", "0.2s"], "the hot-key window must be 1 s to 3600 s"),
     (["serve", "--hot-share", "0"], "'--hot-share'"),
-    (["drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10", "--duration", "5s",
+    (["drive", "http://127.0.0.1:9", "--dist", "uniform:10", "--rps", "10", "--duration", "5s",
       "--event", "7:0.5:10s:20s"], "starts at 10 s, after the 5 s run"),
-    (["drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--closed", "2",
+    (["drive", "http://127.0.0.1:9", "--dist", "uniform:10", "--closed", "2",
       "--event", "7:0.5:1s:2s"], "--event needs the open loop (--rps)"),
-    (["drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10",
+    (["drive", "http://127.0.0.1:9", "--dist", "uniform:10", "--rps", "10",
       "--event", "7:0.6:1s:3s", "--event", "8:0.6:2s:4s"], "ask for 120% of all traffic")])
 def test_a_detector_or_event_setting_that_cannot_work_is_one_line(tmp_path, args, said):
     from tests.conftest import run_cli

@@ -31,7 +31,7 @@ def _stats_ok(req):
 
 def _drive(url, tmp_path, *extra):
     out = tmp_path / "obs.json"
-    res = run_cli("drive", url, "--keys", "uniform:20", "--rps", "40", "--duration", "1.5s",
+    res = run_cli("drive", url, "--dist", "uniform:20", "--rps", "40", "--duration", "1.5s",
                   "--seed", "1", "-o", str(out), "-q", *extra)
     return res, (json.loads(out.read_text()) if out.exists() else None)
 
@@ -161,8 +161,8 @@ def test_a_drive_stopped_before_its_first_request_exits_130_with_nothing_written
     out = tmp_path / "obs.json"
     with target(ok, slow_stats) as url:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hotshard", "drive", url, "--keys", "uniform:20", "--rps",
-             "20", "--duration", "30s", "--processes", processes, "-q", "-o", str(out)],
+            [sys.executable, "-m", "hotshard", "drive", url, "--dist", "uniform:20", "--rps",
+             "20", "--duration", "30s", "--workers", processes, "-q", "-o", str(out)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # stopped once started and before its first request: during its first /stats read,
         # or (two processes) while they spawn after it

@@ -109,7 +109,7 @@ def test_order_locality_needs_a_locality_section(tmp_path):
     counts.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="locality section"):
         load_keys(str(counts), order="locality", events=100)
-    with pytest.raises(InputError, match="--order irm"):
+    with pytest.raises(InputError, match="order irm"):
         load_keys("zipf:0.99:1000", order="locality", events=100)
     assert load_keys(str(counts), order="auto", events=100).order == "irm"
     assert load_keys(PROFILE, order="auto", events=100).order == "locality"

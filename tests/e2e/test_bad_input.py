@@ -112,7 +112,7 @@ def test_shard_refuses_empty_layout_files(tmp_path, args, what, expected):
 def _commands(profile: Path, out: str) -> dict[str, list[str]]:
     return {
         "profile": ["profile", "in.csv", "--key", "k", "-o", out, "-q"],
-        "generate": ["generate", "--dist", "uniform:100", "--events", "100", "-o", out, "-q"],
+        "generate": ["generate", "--dist", "uniform:100", "--messages", "100", "-o", out, "-q"],
         "fit": ["fit", "nums.txt", "-o", out],
         "inspect": ["inspect", str(profile), "--plot", out],
     }
@@ -165,7 +165,7 @@ def test_inspect_plot_svg(tmp_path, small_profile):
 def test_generate_refuses_quickly_beyond_free_disk(tmp_path):
     # 1e15 events (at 1e9/s, so the run stays within message-ID time) are refused from an
     # estimate, before anything is written
-    res = run_cli("generate", "--dist", "uniform:1e6", "--events", "1e15", "--rate", "1e9",
+    res = run_cli("generate", "--dist", "uniform:1e6", "--messages", "1e15", "--rps", "1e9",
                   "-o", "big.parquet", cwd=tmp_path)
     assert_refused(res, tmp_path, "big.parquet", "need about", "free")
     assert list(tmp_path.iterdir()) == []
@@ -176,7 +176,7 @@ def test_generate_refuses_quickly_beyond_free_disk(tmp_path):
 def test_sigterm_during_generate_leaves_nothing(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "hotshard", "generate", "--dist", "zipf:1.1:1e6",
-         "--events", "3e8", "-o", "out.parquet", "-q"],
+         "--messages", "3e8", "-o", "out.parquet", "-q"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -213,7 +213,7 @@ def test_output_onto_a_device_pipe_or_link_writes_through(tmp_path):
 
     device = tmp_path / "null"
     os.mknod(device, 0o666 | st.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
-    res = run_cli("generate", "--dist", "uniform:10", "--events", "1000", "--format", "csv",
+    res = run_cli("generate", "--dist", "uniform:10", "--messages", "1000", "--format", "csv",
                   "-o", str(device), "-q")
     assert res.returncode == 0, res.stderr
     assert st.S_ISCHR(os.stat(device).st_mode)  # still the device, not a regular file
@@ -245,7 +245,7 @@ def test_values_beyond_64_bits_and_runs_beyond_2039_are_refused(tmp_path):
     f.write_text("1\n99999999999999999999\n")
     res = run_cli("fit", str(f))
     assert res.returncode == 2 and "must fit 64-bit integers" in res.stderr
-    res = run_cli("generate", "--dist", "uniform:10", "--events", "10", "--start",
+    res = run_cli("generate", "--dist", "uniform:10", "--messages", "10", "--start",
                   "2045-01-01", "-o", str(tmp_path / "g.csv"))
     assert_refused(res, tmp_path, "g.csv", "between 1970 and 2039-09-07")
 
@@ -279,7 +279,7 @@ def test_a_malformed_csv_row_is_named_by_its_line(tmp_path, text, words, command
 @pytest.mark.parametrize("output", ["notes.txt/out.json", "notes.txt/deeper/out.json"])
 def test_an_output_under_a_file_names_the_file_in_the_way(tmp_path, output):
     (tmp_path / "notes.txt").write_text("mine\n")
-    res = run_cli("generate", "--dist", "uniform:10", "--events", "10", "-o", output,
+    res = run_cli("generate", "--dist", "uniform:10", "--messages", "10", "-o", output,
                   cwd=tmp_path)
     assert_refused(res, tmp_path, None, "notes.txt is a file, not a directory")
     assert (tmp_path / "notes.txt").read_text() == "mine\n"

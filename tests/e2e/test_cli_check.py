@@ -24,7 +24,7 @@ def files(tmp_path_factory):
     uniform = d / "uniform.parquet"
     pq.write_table(pa.table({"key": np.random.default_rng(1).choice(space, 200_000)}), uniform)
     generated = d / "generated.parquet"
-    r = run_cli("generate", str(web07), "--events", "200000", "--seed", "2", "-o",
+    r = run_cli("generate", str(web07), "--messages", "200000", "--seed", "2", "-o",
                 str(generated))
     assert r.returncode == 0, r.stderr
     return d, web07, uniform, generated
@@ -119,7 +119,7 @@ def test_feeder_files_are_test_inputs_too(files, tmp_path, fmt, name, extra):
     `key`) or a csv-feeder file."""
     _, web07, _, _ = files
     out = tmp_path / name
-    r = run_cli("generate", str(web07), "--events", "100000", "--seed", "5", "--format", fmt,
+    r = run_cli("generate", str(web07), "--messages", "100000", "--seed", "5", "--format", fmt,
                 "-o", str(out))
     assert r.returncode == 0, r.stderr
     r = run_cli("check", str(out), *extra, "--against", str(web07), "-p", "kafka", "-n", "16")
@@ -134,7 +134,7 @@ def test_generate_outputs_are_read_as_events_with_their_key_column(files, tmp_pa
     column is the key without --key."""
     _, web07, _, _ = files
     out = tmp_path / name
-    assert run_cli("generate", str(web07), "--events", "100000", "--seed", "6", "--format",
+    assert run_cli("generate", str(web07), "--messages", "100000", "--seed", "6", "--format",
                    fmt, "-o", str(out)).returncode == 0
     extra = ("--key", "channel_id") if fmt == "jsonl" else ()
     r = run_cli("check", str(out), *extra, "--against", str(web07))

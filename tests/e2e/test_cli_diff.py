@@ -34,7 +34,7 @@ def test_table_names_the_real_risers_fallers_and_hot_shard(pair):
 
 
 def test_json_is_one_object_with_the_diff(pair):
-    res = run_cli("diff", "web07.json", "web12.json", "--top", "100", "--movers", "3", "--json",
+    res = run_cli("diff", "web07.json", "web12.json", "--top-k", "100", "--movers", "3", "--json",
                   cwd=pair)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -57,7 +57,7 @@ def test_plot_writes_a_non_empty_image(pair, name):
 def test_help_shows_the_options():
     res = run_cli("diff", "--help")
     assert res.returncode == 0
-    for word in ("--top", "--movers", "--partitioner", "--plot", "--json", "--allow-disjoint"):
+    for word in ("--top-k", "--movers", "--partitioner", "--plot", "--json", "--allow-disjoint"):
         assert word in res.stdout
 
 
@@ -81,7 +81,7 @@ def odd_files(tmp_path_factory, pair) -> Path:
     (["other.json", "web07.json"], ["other.json", "profile"]),
     (["web07.json", "text.json"], ["no common keys at all", "same key space",
                                    "A's keys are integers, B's are text"]),
-    (["web07.json", "web07.json", "--top", "501"], ["top must be at most the smaller head"]),
+    (["web07.json", "web07.json", "--top-k", "501"], ["top must be at most the smaller head"]),
     (["web07.json", "web07.json", "-n", "4"], ["--shards goes with --partitioner"]),
     (["web07.json", "web07.json", "-p", "kafka"], ["--shards N"]),
 ])

@@ -27,7 +27,7 @@ def svc(tmp_path_factory):
 
 def test_drive_against_serve_writes_observations_with_the_hot_shard(svc, tmp_path):
     out, hlog = tmp_path / "obs.json", tmp_path / "run.hlog"
-    r = run_cli("drive", svc.url, "--keys", PROFILE, "--rps", "150", "--duration", "3s",
+    r = run_cli("drive", svc.url, PROFILE, "--rps", "150", "--duration", "3s",
                 "--seed", "4", "-o", str(out), "--hlog", str(hlog), "--label", "profile test")
     assert r.returncode == 0, r.stderr
     assert "latency (intended)" in r.stdout and "dispatch lag" in r.stdout
@@ -61,8 +61,8 @@ def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
     shards = []
     for processes in ("1", "2"):
         out = tmp_path / f"p{processes}.json"
-        r = run_cli("drive", svc.url, "--keys", "zipf:1.1:500", "--rps", "100", "--duration",
-                    "2s", "--seed", "9", "--processes", processes, "-q", "-o", str(out))
+        r = run_cli("drive", svc.url, "--dist", "zipf:1.1:500", "--rps", "100", "--duration",
+                    "2s", "--seed", "9", "--workers", processes, "-q", "-o", str(out))
         # the subject is which requests were sent, not when: a driver starved of CPU (this
         # suite's idle pass beside the timing pass) sends them all late and marks the run
         # invalid (exit 3); its requests and their intended windows are the same
@@ -77,7 +77,7 @@ def test_same_seed_same_requests_whatever_the_process_count(svc, tmp_path):
 
 def test_closed_loop_is_labelled_closed(svc, tmp_path):
     out = tmp_path / "closed.json"
-    r = run_cli("drive", svc.url, "--keys", "uniform:100", "--closed", "4", "--duration", "2s",
+    r = run_cli("drive", svc.url, "--dist", "uniform:100", "--closed", "4", "--duration", "2s",
                 "-q", "-o", str(out))
     assert r.returncode == 0, r.stderr
     obs = observations.load(out)
@@ -85,21 +85,21 @@ def test_closed_loop_is_labelled_closed(svc, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["http://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10"], "cannot reach"),
-    (["{url}", "--keys", "nope:3", "--rps", "10"], "unknown distribution"),
-    (["{url}", "--keys", "missing.json", "--rps", "10"], "no such profile"),
-    (["{url}", "--keys", "uniform:10", "--rps", "0"], "--rps"),
-    (["{url}", "--keys", "uniform:10", "--rps", "-5"], "--rps"),
-    (["{url}", "--keys", "uniform:10"], "--rps R"),
-    (["{url}", "--keys", "uniform:10", "--closed", "3", "--rps", "5"], "--closed"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "--read", "GET /x"], "no {key}"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "--write", "FETCH /{key}"], "METHOD"),
-    (["notaurl", "--keys", "uniform:10", "--rps", "5"], "http://"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "--duration", "0"], "--duration"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "--ramp", "1m", "--duration", "10s"],
+    (["http://127.0.0.1:1", "--dist", "uniform:10", "--rps", "10"], "cannot reach"),
+    (["{url}", "--dist", "nope:3", "--rps", "10"], "unknown distribution"),
+    (["{url}", "missing.json", "--rps", "10"], "no such profile"),
+    (["{url}", "--dist", "uniform:10", "--rps", "0"], "--rps"),
+    (["{url}", "--dist", "uniform:10", "--rps", "-5"], "--rps"),
+    (["{url}", "--dist", "uniform:10"], "--rps R"),
+    (["{url}", "--dist", "uniform:10", "--closed", "3", "--rps", "5"], "--closed"),
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "--read", "GET /x"], "no {key}"),
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "--write", "FETCH /{key}"], "METHOD"),
+    (["notaurl", "--dist", "uniform:10", "--rps", "5"], "http://"),
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "--duration", "0"], "--duration"),
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "--ramp", "1m", "--duration", "10s"],
      "ramp"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "-p", "kafka"], "--shards"),
-    (["{url}", "--keys", "uniform:10", "--rps", "5", "-o", "/no/such/dir/o.json"],
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "-p", "kafka"], "--shards"),
+    (["{url}", "--dist", "uniform:10", "--rps", "5", "-o", "/no/such/dir/o.json"],
      "does not exist"),
 ])
 def test_wrong_inputs_are_one_line_errors(svc, args, words):
@@ -111,7 +111,7 @@ def test_wrong_inputs_are_one_line_errors(svc, args, words):
 
 def test_no_output_is_left_when_the_target_is_unreachable(tmp_path):
     out = tmp_path / "obs.json"
-    r = run_cli("drive", "http://127.0.0.1:1", "--keys", "uniform:10", "--rps", "10",
+    r = run_cli("drive", "http://127.0.0.1:1", "--dist", "uniform:10", "--rps", "10",
                 "-o", str(out))
     assert r.returncode == 2 and not Path(out).exists()
 
@@ -124,7 +124,7 @@ def test_ctrl_c_ends_the_run_and_still_writes_the_results(svc, tmp_path, signum)
         return sum(s["requests"] for s in svc.stats()["shards"])
 
     before = served()
-    proc = subprocess.Popen([sys.executable, "-m", "hotshard", "drive", svc.url, "--keys",
+    proc = subprocess.Popen([sys.executable, "-m", "hotshard", "drive", svc.url, "--dist",
                              "uniform:10", "--rps", "50", "--duration", "60s", "-q", "-o",
                              str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

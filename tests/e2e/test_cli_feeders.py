@@ -47,7 +47,7 @@ def _generate(profile: Path, out: Path, *args: str) -> None:
 
 def _parquet_keys(profile: Path, tmp_path: Path, events: str) -> list[str]:
     out = tmp_path / "reference.parquet"
-    _generate(profile, out, "--events", events)
+    _generate(profile, out, "--messages", events)
     return [str(k) for k in pq.read_table(out, columns=["channel_id"]).column(0).to_pylist()]
 
 
@@ -67,18 +67,18 @@ def text_profile(tmp_path) -> Path:
 
 def test_k6_and_csv_feeder_hold_the_parquet_keys_in_order(tmp_path, web07_path):
     keys = _parquet_keys(web07_path, tmp_path, "2e4")
-    _generate(web07_path, tmp_path / "keys.json", "--events", "2e4", "--format", "k6")
+    _generate(web07_path, tmp_path / "keys.json", "--messages", "2e4", "--format", "k6")
     assert json.loads((tmp_path / "keys.json").read_text()) == keys
-    _generate(web07_path, tmp_path / "keys.csv", "--events", "2e4", "--format", "csv-feeder")
+    _generate(web07_path, tmp_path / "keys.csv", "--messages", "2e4", "--format", "csv-feeder")
     assert (tmp_path / "keys.csv").read_text().splitlines() == ["channel_id", *keys]
 
 
 def test_text_keys_survive_both_layouts(tmp_path, text_profile):
     keys = _parquet_keys(text_profile, tmp_path, "2000")
     assert set(keys) == set(TEXT_KEYS)
-    _generate(text_profile, tmp_path / "keys.json", "--events", "2000", "--format", "k6")
+    _generate(text_profile, tmp_path / "keys.json", "--messages", "2000", "--format", "k6")
     assert json.loads((tmp_path / "keys.json").read_text(encoding="utf-8")) == keys
-    _generate(text_profile, tmp_path / "keys.csv", "--events", "2000", "--format",
+    _generate(text_profile, tmp_path / "keys.csv", "--messages", "2000", "--format",
               "csv-feeder")
     with (tmp_path / "keys.csv").open(newline="", encoding="utf-8") as handle:
         assert [row for [row] in csv.reader(handle)] == ["channel_id", *keys]
@@ -86,8 +86,8 @@ def test_text_keys_survive_both_layouts(tmp_path, text_profile):
 
 @pytest.mark.parametrize("fmt", ["k6", "csv-feeder"])
 def test_feeders_stream_to_stdout(tmp_path, web07_path, fmt):
-    _generate(web07_path, tmp_path / "file", "--events", "5000", "--format", fmt)
-    res = run_cli("generate", str(web07_path), "--seed", "3", "--events", "5000", "--format",
+    _generate(web07_path, tmp_path / "file", "--messages", "5000", "--format", fmt)
+    res = run_cli("generate", str(web07_path), "--seed", "3", "--messages", "5000", "--format",
                   fmt, "-o", "-")
     assert res.returncode == 0, res.stderr
     assert res.stdout == (tmp_path / "file").read_text()
@@ -95,7 +95,7 @@ def test_feeders_stream_to_stdout(tmp_path, web07_path, fmt):
 
 def test_a_json_name_alone_is_json_lines_with_a_note(tmp_path):
     out = tmp_path / "keys.json"
-    res = run_cli("generate", "--dist", "uniform:10", "--events", "3", "-o", str(out))
+    res = run_cli("generate", "--dist", "uniform:10", "--messages", "3", "-o", str(out))
     assert res.returncode == 0, res.stderr
     assert "hotshard: note: " in res.stderr and "choose the k6 format" in res.stderr
     assert [set(json.loads(line)) >= {"channel_id", "op"}
@@ -108,7 +108,7 @@ def test_a_json_name_alone_is_json_lines_with_a_note(tmp_path):
     ("keys.csv", "k6", "(k6 is written as .json)"),
 ])
 def test_a_name_of_another_format_is_refused(tmp_path, name, fmt, words):
-    res = run_cli("generate", "--dist", "uniform:10", "--events", "10", "-o",
+    res = run_cli("generate", "--dist", "uniform:10", "--messages", "10", "-o",
                   str(tmp_path / name), "--format", fmt)
     assert words in _one_error_line(res)
     assert not list(tmp_path.iterdir())
@@ -116,13 +116,13 @@ def test_a_name_of_another_format_is_refused(tmp_path, name, fmt, words):
 
 def test_verify_reads_csv_feeder_and_k6_files(tmp_path, web07_path):
     feeder, k6 = tmp_path / "keys.csv", tmp_path / "keys.json"
-    _generate(web07_path, feeder, "--events", "2e5", "--format", "csv-feeder")
-    res = run_cli("generate", "--verify", str(web07_path), str(feeder))
+    _generate(web07_path, feeder, "--messages", "2e5", "--format", "csv-feeder")
+    res = run_cli("generate", "verify", str(web07_path), str(feeder))
     assert res.returncode == 0, res.stdout + res.stderr
     # a feeder records no order: its exact counts (locality order) pass the exact checks
     assert "PASS  head counts" in res.stdout and "PASS  tail counts" in res.stdout
-    _generate(web07_path, k6, "--events", "2e5", "--format", "k6")
-    res = run_cli("generate", "--verify", str(web07_path), str(k6))
+    _generate(web07_path, k6, "--messages", "2e5", "--format", "k6")
+    res = run_cli("generate", "verify", str(web07_path), str(k6))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "PASS  head counts" in res.stdout and "PASS  tail counts" in res.stdout
 
@@ -241,7 +241,7 @@ def _run_k6_script_under_node(tmp_path: Path, keys: Path, iterations: int) -> di
 def test_the_k6_script_reads_the_keys_in_order_open_loop(tmp_path, keys_of):
     profile = _profile_of(TEXT_KEYS if keys_of == "text" else BIG_IDS, tmp_path, "p")
     keys_file = tmp_path / "keys.json"
-    _generate(profile, keys_file, "--events", "50", "--format", "k6")
+    _generate(profile, keys_file, "--messages", "50", "--format", "k6")
     keys = json.loads(keys_file.read_text(encoding="utf-8"))
     run = _run_k6_script_under_node(tmp_path / "node", keys_file, iterations=len(keys) + 7)
     scenario = run["options"]["scenarios"]["hotshard_keys"]
@@ -263,7 +263,7 @@ def test_the_k6_script_reads_the_keys_in_order_open_loop(tmp_path, keys_of):
 # locust is never imported here (it patches the standard library): it runs as a subprocess
 def test_the_locust_feeder_sends_the_file_keys_in_order(tmp_path, text_profile, target):
     keys_file = tmp_path / "keys.csv"
-    _generate(text_profile, keys_file, "--events", "30", "--format", "csv-feeder")
+    _generate(text_profile, keys_file, "--messages", "30", "--format", "csv-feeder")
     with keys_file.open(newline="", encoding="utf-8") as handle:
         keys = [row for [row] in csv.reader(handle)][1:]
     users = 2

@@ -54,7 +54,7 @@ def test_a_reader_that_goes_away_is_not_an_error():
     # `hotshard ... | head -1`: the broken pipe ends the command quietly, exit 0
     code = ("import subprocess, sys\n"
             "p = subprocess.Popen([sys.executable, '-m', 'hotshard', 'generate', '--dist', "
-            "'uniform:10', '--events', '2e6', '-o', '-'], stdout=subprocess.PIPE, "
+            "'uniform:10', '--messages', '2e6', '-o', '-'], stdout=subprocess.PIPE, "
             "stderr=subprocess.PIPE)\n"
             "p.stdout.readline(); p.stdout.close(); err = p.stderr.read(); p.wait()\n"
             "print('RC', p.returncode, 'ERR', err.decode().strip()[-200:])")

@@ -70,7 +70,7 @@ def test_inspect_a_json_object_that_is_no_profile(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["inspect"], ["predict", "-p", "kafka", "-n", "4"],
-                                     ["generate", "--events", "10", "-o", "out.csv"]])
+                                     ["generate", "--messages", "10", "-o", "out.csv"]])
 def test_a_parquet_table_given_as_a_profile_is_named(tmp_path, command):
     import shutil
 

@@ -192,9 +192,9 @@ def test_pseudonymized_profile_end_to_end(tmp_path):
 
 def test_generate_follows_recorded_placement(tmp_path, placed_profile):
     out = tmp_path / "g.parquet"
-    res = run_cli("generate", str(placed_profile), "--events", "1e4", "--partitioner", "kafka",
+    res = run_cli("generate", str(placed_profile), "--messages", "1e4", "--partitioner", "kafka",
                   "--shards", "16", "-o", str(out))
     assert res.returncode == 0, res.stderr
-    res = run_cli("generate", str(placed_profile), "--events", "1e4", "--partitioner", "kafka",
+    res = run_cli("generate", str(placed_profile), "--messages", "1e4", "--partitioner", "kafka",
                   "--shards", "8", "-o", str(out))
     assert res.returncode == 2 and "recorded no tail placement for kafka/8" in res.stderr

@@ -73,7 +73,7 @@ def test_text_summary_and_files(tmp_path):
 
 
 def test_scenario_list():
-    res = run_cli("simulate", "--scenario", "list")
+    res = run_cli("simulate", "scenarios")
     assert res.returncode == 0
     assert [line.split()[0] for line in res.stdout.splitlines()] == [
         "incident-test", "incident-production", "incident-mitigated"]
@@ -85,7 +85,7 @@ def test_scenario_list():
     (["--dist", "uniform:10", "--rps", "-5"], "--rps"),
     (["--dist", "uniform:10", "--duration", "0"], "--duration"),
     (["--dist", "uniform:10", "-n", "0"], "--shards"),
-    (["--dist", "uniform:10", "--workers", "0"], "--workers"),
+    (["--dist", "uniform:10", "--shard-workers", "0"], "--shard-workers"),
     (["--dist", "uniform:10", "--service", "lognormal:5ms:2ms"], "p99"),
     (["--dist", "uniform:10", "--arrivals", "trace:/nonexistent/rates.txt"], "rates.txt"),
     (["--dist", "uniform:10", "--plot", "x.txt"], "unknown image type"),

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timing
 
 
 def _drive(url: str, rps: float, seed: int, out) -> observations.Observations:
-    r = run_cli("drive", url, "--keys", PROFILE, "--rps", str(rps), "--duration", SECONDS,
+    r = run_cli("drive", url, PROFILE, "--rps", str(rps), "--duration", SECONDS,
                 "--seed", str(seed), "-q", "-o", str(out))
     assert r.returncode == 0, r.stderr
     return observations.load(out)
@@ -43,7 +43,7 @@ def test_replay_and_like_against_live_runs(tmp_path):
         high = _drive(svc.url, HIGH_RPS, 2, tmp_path / "high.json")
 
     # the summary on stdout and the observations in the file, from one calibration
-    replay = run_cli("simulate", "--replay", str(tmp_path / "low.json"),
+    replay = run_cli("simulate", "replay", str(tmp_path / "low.json"),
                      "-o", str(tmp_path / "replay.json"))
     assert replay.returncode == 0, replay.stderr
     text = replay.stdout
@@ -59,7 +59,7 @@ def test_replay_and_like_against_live_runs(tmp_path):
         assert 0 < s.p50_ms <= s.p99_ms
 
     # the model calibrated on the low run, at the high run's rate: CPU as measured there
-    like = run_cli("simulate", "--like", str(tmp_path / "low.json"), "--rps", str(HIGH_RPS),
+    like = run_cli("simulate", "like", str(tmp_path / "low.json"), "--rps", str(HIGH_RPS),
                    "--json")
     assert like.returncode == 0, like.stderr
     at_high = {s["id"]: s for s in json.loads(like.stdout)["shards"]}

@@ -50,7 +50,7 @@ def test_prometheus_preset_hotshard_matches_the_services_own_stats(tmp_path):
             before = svc.stats()
             t0 = time.time()
             scrapes(prom, "hotshard", t0, targets=1)
-            r = run_cli("drive", svc.url, "--keys", PROFILE, "--rps", "200", "--duration",
+            r = run_cli("drive", svc.url, PROFILE, "--rps", "200", "--duration",
                         "6s", "--seed", "3", "-q", "-o", str(tmp_path / "drive.json"))
             assert r.returncode == 0, r.stderr
             scrapes(prom, "hotshard", time.time(), targets=1)
@@ -61,7 +61,7 @@ def test_prometheus_preset_hotshard_matches_the_services_own_stats(tmp_path):
                         f"{t1:.3f}", "--preset", "hotshard", "-o", str(out))
             assert r.returncode == 0, r.stderr
             uniform = tmp_path / "uniform.json"
-            r = run_cli("drive", svc.url, "--keys", "uniform:300000", "--rps", "200",
+            r = run_cli("drive", svc.url, "--dist", "uniform:300000", "--rps", "200",
                         "--duration", "4s", "--seed", "4", "-q", "--label", "load test",
                         "-o", str(uniform))
             assert r.returncode == 0, r.stderr

@@ -99,7 +99,7 @@ def test_redis_cluster_observed_directly_and_through_redis_exporter(tmp_path):
                 watcher.start()
                 try:
                     assert sampled.wait(30)
-                    r = run_cli("drive", state.url, "--keys", PROFILE, "--rps", "2500",
+                    r = run_cli("drive", state.url, PROFILE, "--rps", "2500",
                                 "--duration", "10s", "--seed", "5", "-q", "-o",
                                 str(tmp_path / "drive.json"))
                     assert r.returncode == 0, r.stderr

@@ -57,7 +57,7 @@ def test_an_absurd_value_is_refused_naming_its_field(tmp_path, change, said):
     assert said in str(exc.value)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))
-    res = run_cli("generate", str(path), "--events", "1000", "-o", str(tmp_path / "o.parquet"))
+    res = run_cli("generate", str(path), "--messages", "1000", "-o", str(tmp_path / "o.parquet"))
     assert res.returncode == 2 and said in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "o.parquet").exists()
 

@@ -107,7 +107,7 @@ def test_a_unit_that_puts_the_times_past_any_date_is_one_line(tmp_path):
     path = tmp_path / "ns.parquet"
     ns = (1_714_560_000 + times) * 1e9
     pq.write_table(pa.table({"key": keys, "t": ns.astype(np.int64)}), path)
-    with pytest.raises(InputError, match=r"in --time-unit s that is .* years from the epoch"):
+    with pytest.raises(InputError, match=r"in time_unit s that is .* years from the epoch"):
         count_profile([str(path)], key="key", time_col="t", time_unit="s")
     assert count_profile([str(path)], key="key", time_col="t").rate["seconds"] <= 1201
 
@@ -149,7 +149,7 @@ def test_a_whole_second_trace_generates_its_own_dispersion(tmp_path):
     profile.save(prof_path)
     out = tmp_path / "gen.parquet"
     run = subprocess.run([sys.executable, "-m", "hotshard", "generate", str(prof_path),
-                          "--events", str(floored.size), "--seed", "5", "-o", str(out)],
+                          "--messages", str(floored.size), "--seed", "5", "-o", str(out)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     gen = pq.read_table(out, columns=["timestamp"]).column(0).cast(pa.int64()).to_numpy()

@@ -153,8 +153,8 @@ def test_admin_mitigations_refuse_typos_and_switch_at_run_time(svc):
 
 @pytest.mark.slow
 def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
-    with serve(tmp_path / "data", "--shards", "4", "--split", "4", "--split-bucket", "0.02",
-               "--hot-channels", "big,other") as svc:
+    with serve(tmp_path / "data", "--shards", "4", "--split-into", "4", "--split-bucket", "0.02",
+               "--mitigate", "big,other") as svc:
         written, shards = [], set()
         for i in range(60):
             r = post(svc, "big", body=f"m{i}")
@@ -178,7 +178,7 @@ def test_split_channel_pages_correctly_across_time_buckets(tmp_path):
 
 def test_load_fills_the_shards_where_the_router_places_them(tmp_path):
     out = tmp_path / "m.parquet"
-    made = run_cli("generate", "--dist", "zipf:1.1:500", "--events", "20000",
+    made = run_cli("generate", "--dist", "zipf:1.1:500", "--messages", "20000",
                    "--seed", "3", "-o", str(out))
     assert made.returncode == 0, made.stderr
     import pyarrow.parquet as pq
@@ -235,8 +235,8 @@ def test_wrong_inputs_to_serve_are_one_line_errors(tmp_path):
         r = run_cli("serve", "--load", str(path), "--data", str(tmp_path / "d4"))
         assert r.returncode == 2 and words in r.stderr, r.stderr
         assert not (tmp_path / "d4").exists()  # checked before anything was made
-    r = run_cli("serve", "--split", "65")
-    assert r.returncode == 2 and "--split" in r.stderr
+    r = run_cli("serve", "--split-into", "65")
+    assert r.returncode == 2 and "--split-into" in r.stderr
 
 
 @pytest.mark.slow
@@ -349,7 +349,7 @@ def test_a_frozen_shard_gets_504_with_x_shard_within_the_shard_timeout(tmp_path)
 
 
 def test_mitigations_follow_the_sketch_to_the_hot_channel(tmp_path):
-    """--hot-channels hot (the default): the page cache serves the channel the sketch reports
+    """--mitigate hot (the default): the page cache serves the channel the sketch reports
     above --hot-share, never a cold one; Ctrl-C then stops the service cleanly (exit 0)."""
     # a 60 s sketch window: the 120 posts stay in it however slowly a loaded machine sends
     # them (the default 10 s window could forget the first before the last arrived)

@@ -86,7 +86,7 @@ def test_hot_shard_shows_in_stats_and_each_mitigation_shrinks_the_spread(tmp_pat
     warm_up, traffic = keys[:n], keys[n:]
     hot_channel = Counter(traffic).most_common(1)[0][0]
     history = tmp_path / "history.parquet"  # reads cost the same in every phase: no fill-up
-    made = run_cli("generate", str(PROFILE), "--events", "5e4", "--seed", "2", "-o",
+    made = run_cli("generate", str(PROFILE), "--messages", "5e4", "--seed", "2", "-o",
                    str(history))
     assert made.returncode == 0, made.stderr
     with serve(tmp_path / "data", "--shards", "4", "--cost-ms", "5", "--load",

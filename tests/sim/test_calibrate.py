@@ -106,7 +106,7 @@ def test_a_run_without_cpu_or_keys_is_one_clear_error(measured):
     no_cpu = replace(measured, shards=tuple(replace(s, cpu=None) for s in measured.shards))
     with pytest.raises(InputError, match="CPU and request count"):
         calibrate(no_cpu)
-    with pytest.raises(InputError, match="--profile"):
+    with pytest.raises(InputError, match=r"\(profile PROFILE\.json\)"):
         calibrate(replace(measured, extra={}))
     with pytest.raises(InputError, match="duration"):
         calibrate(replace(measured, duration_s=None))
@@ -129,21 +129,23 @@ def test_a_busy_run_is_calibrated_through_the_models_own_queueing():
 def test_the_command_replays_and_predicts(measured, tmp_path):
     run = tmp_path / "run.json"
     measured.save(run)
-    out = run_cli("simulate", "--replay", str(run))
+    out = run_cli("simulate", "replay", str(run))
     assert out.returncode == 0, out.stderr
     assert "fixed delay" in out.stdout and "p99 ms measured/predicted" in out.stdout
     assert "error: CPU within" in out.stdout
-    like = run_cli("simulate", "--like", str(run), "--rps", "300", "--replicas", "2",
+    like = run_cli("simulate", "like", str(run), "--rps", "300", "--replicas", "2",
                    "--json")
     assert like.returncode == 0, like.stderr
     doc = json.loads(like.stdout)
     assert doc["label"] == "prediction" and doc["rate_rps"] == 300
     assert math.isclose(doc["simulation"]["mitigations"]["replicas"], 2)
-    for args, message in [(["--replay", str(run), "--rps", "5"], "use --like"),
-                          (["--replay", str(run), "--like", str(run)], "not both"),
-                          (["--replay", str(run), "--dist", "uniform:5"], "--dist"),
-                          (["--replay", str(tmp_path / "none.json")], "no such file"),
-                          (["--profile", "p.json"], "--replay or --like")]:
+    # each mode declares only what it takes: no table of options that conflict
+    for args, message in [(["replay", str(run), "--rps", "5"], "No such option '--rps'"),
+                          (["replay", str(run), str(run)], "unexpected extra argument"),
+                          (["replay", str(run), "--dist", "uniform:5"], "No such option"),
+                          (["replay", str(tmp_path / "none.json")], "no such file"),
+                          (["like", str(run), "--hot-window", "2s"], "add --detect"),
+                          (["--profile", "p.json"], "No such option '--profile'")]:
         bad = run_cli("simulate", *args)
         assert bad.returncode == 2 and message in bad.stderr, (args, bad.stderr)
         assert "Traceback" not in bad.stderr
@@ -162,7 +164,7 @@ def test_an_invalid_run_is_refused(measured):
 def test_a_saturating_prediction_says_so(measured, tmp_path):
     run = tmp_path / "run.json"
     measured.save(run)
-    out = run_cli("simulate", "--like", str(run), "--rps", "1200")
+    out = run_cli("simulate", "like", str(run), "--rps", "1200")
     assert out.returncode == 0, out.stderr
     assert "SATURATED" in out.stdout
     assert "more shards" not in out.stdout   # four shards: every one listed

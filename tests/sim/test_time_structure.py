@@ -139,7 +139,7 @@ def test_scenario_options_merge_as_the_command_does():
     uniform = scenario_options("incident-production", dist="uniform:100")
     assert uniform["profile"] is None and uniform["dist"] == "uniform:100"
     assert scenario_options(dist="zipf:1.1:1000")["partitioner"] == DEFAULTS["partitioner"]
-    with pytest.raises(InputError, match="give a PROFILE, --dist SPEC or --scenario NAME"):
+    with pytest.raises(InputError, match="give a PROFILE, dist SPEC or scenario NAME"):
         scenario_options()
     with pytest.raises(InputError, match="not both"):
         scenario_options(profile="p.json", dist="uniform:10")

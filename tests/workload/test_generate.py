@@ -260,5 +260,5 @@ def test_verify_generated_reads_how_the_file_was_made(tmp_path, orm):
     assert report.passed, report.to_dict()
     assert report.windows_left_out == 1
     assert 0 < report.events < 60_000  # the event's window left out
-    with pytest.raises(InputError, match="generated with --key-scaling extend, not dilute"):
+    with pytest.raises(InputError, match="generated with key_scaling extend, not dilute"):
         verify_generated(orm, str(out), key_scaling="dilute")

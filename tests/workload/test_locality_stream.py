@@ -102,7 +102,7 @@ def test_sigterm_while_the_order_is_made_ends_generate_at_once(tmp_path):
     out = tmp_path / "run.parquet"
     hotshard = str(Path(sys.executable).with_name("hotshard"))
     proc = subprocess.Popen([hotshard, "generate", str(EXAMPLES / "incident.profile.json"),
-                             "--events", "5e7", "--seed", "1", "-o", str(out)],
+                             "--messages", "5e7", "--seed", "1", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4)
     proc.send_signal(signal.SIGTERM)

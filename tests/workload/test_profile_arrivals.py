@@ -90,14 +90,14 @@ def test_the_same_rows_get_the_same_instants_whatever_the_chunks():
 
 def test_generate_refuses_arrivals_a_profile_does_not_have(tmp_path):
     res = run_cli("generate", str(shared("traces", "web07.parquet")).replace(
-        "web07.parquet", "web07.parquet"), "--events", "10", "-o", str(tmp_path / "x.parquet"))
+        "web07.parquet", "web07.parquet"), "--messages", "10", "-o", str(tmp_path / "x.parquet"))
     assert res.returncode == 2  # a trace is not a profile: one line
     from tests.conftest import ROOT
 
     doc = json.loads((ROOT / "examples" / "incident.profile.json").read_text())
     del doc["arrivals"]  # a profile made from counts, or before the section existed
     (tmp_path / "counts.json").write_text(json.dumps(doc))
-    res = run_cli("generate", str(tmp_path / "counts.json"), "--events",
+    res = run_cli("generate", str(tmp_path / "counts.json"), "--messages",
                   "100", "--arrivals", "profile", "-o", str(tmp_path / "x.parquet"))
     assert res.returncode == 2 and "needs a profile with an arrivals section" in res.stderr
 
@@ -186,10 +186,10 @@ def test_drive_refuses_profile_arrivals_without_them(tmp_path):
     doc = json.loads((ROOT / "examples" / "incident.profile.json").read_text())
     del doc["arrivals"]  # a profile made from counts, or before the section existed
     (tmp_path / "counts.json").write_text(json.dumps(doc))
-    res = run_cli("drive", "http://127.0.0.1:9", "--keys", str(tmp_path / "counts.json"),
+    res = run_cli("drive", "http://127.0.0.1:9", str(tmp_path / "counts.json"),
                   "--rps", "10", "--arrivals", "profile")
     assert res.returncode == 2 and "has no arrivals section" in res.stderr
-    res = run_cli("drive", "http://127.0.0.1:9", "--keys", "uniform:10", "--rps", "10",
+    res = run_cli("drive", "http://127.0.0.1:9", "--dist", "uniform:10", "--rps", "10",
                   "--arrivals", "profile")
     assert res.returncode == 2 and "takes its shape from a profile" in res.stderr
 

@@ -66,12 +66,40 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[cmd_name]
-        return getattr(importlib.import_module(module), attr)
+        return _in_its_own_words(getattr(importlib.import_module(module), attr))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, summary) for name, (_, _, summary) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _in_its_own_words(command: click.Command) -> click.Command:
+    """The command, its library errors worded with its flags: a parameter a message names
+    (``${rate}``) is given the flag that set it (``--rps``) while the command's context is
+    still current (``_options.flag_names``). Applied once, to its modes and subcommands too."""
+    if getattr(command, "_in_its_own_words", False):
+        return command
+    command._in_its_own_words = True   # type: ignore[attr-defined]
+    callback = command.callback
+    if callback is not None:
+        import functools
+
+        @functools.wraps(callback)
+        def run(*args, **kwargs):
+            try:
+                return callback(*args, **kwargs)
+            except HotshardError as exc:
+                if exc.parameters and not hasattr(exc, "flags"):
+                    from hotshard.cli._options import flag_names
+
+                    exc.flags = flag_names(click.get_current_context())  # type: ignore
+                raise
+
+        command.callback = run
+    for sub in getattr(command, "commands", {}).values():
+        _in_its_own_words(sub)
+    return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -190,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         args = sys.argv[1:] if argv is None else list(argv)
         with cli.make_context("hotshard", args) as ctx:
             rv = cli.invoke(ctx)
-    except click.exceptions.Exit as exc:  # --help, --version, and `Exit(1)` of --verify
+    except click.exceptions.Exit as exc:  # --help, --version, and `Exit(1)` of generate verify
         return exc.exit_code
     except BaseException as exc:
         status = _exit_status(exc, _SIGNALLED if previous else None)
@@ -249,7 +277,8 @@ def _exit_status(exc: BaseException, signalled: list[BaseException] | None = Non
         click.echo("hotshard: interrupted (files being written were removed)", err=True)
         return 130
     if isinstance(exc, HotshardError):
-        click.echo(f"hotshard: error: {_line(str(exc))}", err=True)
+        worded = exc.worded(getattr(exc, "flags", None))
+        click.echo(f"hotshard: error: {_line(worded)}", err=True)
         return 2
     full = _disk_full(exc)
     if full is not None:   # the temporary output was removed on the way out (_atomic)

@@ -22,7 +22,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE
 @click.option("--calibrate", "calibrate_path", metavar="RUN.json",
               help="A measured run of the service (hotshard drive against it): the what-ifs "
                    "then state the hottest shard's CPU and p99 before and after each "
-                   "mitigation at production's rate (simulate --like RUN).")
+                   "mitigation at production's rate (simulate like RUN).")
 @click.option("--slo-ms", type=click.FloatRange(min=0, min_open=True), metavar="MS",
               help="A p99 target: for each event the run injected (drive --event), how long "
                    "its shard's p99 stayed above it, and whether the mitigation reacted "

@@ -12,7 +12,7 @@ from hotshard.cli._options import KEY_TYPE_RULE, PARTITIONER_CHOICE, partitioner
 @click.command(epilog=KEY_TYPE_RULE)
 @click.argument("profile_a", metavar="A.json")
 @click.argument("profile_b", metavar="B.json")
-@click.option("--top", type=click.IntRange(min=1),
+@click.option("--top-k", "top", type=click.IntRange(min=1),
               help="Compare the top K keys of each head [default: the smaller head].")
 @click.option("--movers", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many risers and fallers to list.")
@@ -44,7 +44,7 @@ def diff(profile_a, profile_b, top, movers, partitioner, shards, key_type, allow
     Examples:
       hotshard diff web07.json web12.json
       hotshard diff normal.json event.json -p cassandra -n 12 --plot moved.png
-      hotshard diff normal.json event.json --top 100 --json
+      hotshard diff normal.json event.json --top-k 100 --json
     """
     from hotshard.cli._options import need_shard_count
     from hotshard.compare.diff import diff as run_diff

@@ -6,23 +6,28 @@ import contextlib
 
 import click
 
-from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
+from hotshard.cli._options import (
+    PARTITIONER_CHOICE,
+    HotEventSpec,
+    Seconds,
+    dist_option,
+    quiet_option,
+    read_share_option,
+    rps_option,
+)
 
 
 @click.command()
 @click.argument("url")
-@click.option("--keys", "keys_spec", required=True, metavar="PROFILE|SPEC",
-              help="Where keys come from: a profile (hotshard profile output), or uniform:N, "
-                   "zipf:S:N, hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], "
-                   "scrambled_zipfian:N.")
-@click.option("--rps", type=click.FloatRange(min=0, min_open=True), metavar="R",
-              help="Target requests per second (open loop) [required unless --closed].")
+@click.argument("profile_path", required=False, metavar="[PROFILE]")
+@dist_option("instead of a PROFILE (hotshard profile output)")
+@rps_option("Target requests per second (open loop) [required unless --closed].")
 @click.option("--duration", type=Seconds(), default=10.0, show_default=True,
               help="Length of the run (90s, 15m, 1h); includes --ramp.")
 @click.option("--arrivals", type=click.Choice(["poisson", "constant", "profile"]),
               default="poisson", show_default=True,
               help="Arrival process: independent users, evenly spaced, or profile: "
-                   "production's per-minute rate shape and burstiness from the --keys "
+                   "production's per-minute rate shape and burstiness from the "
                    "profile's arrivals section in real time (the run's minute m is the "
                    "profile's minute m) at mean --rps.")
 @click.option("--order", type=click.Choice(["auto", "locality", "irm"]), default="auto",
@@ -30,7 +35,7 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
               help="A profile's keys in production's order (locality: each key's reuse as "
                    "its popularity class was reused, head keys hot when they were hot; what "
                    "a cache sees), or independent draws (irm); auto: locality when the "
-                   "--keys profile has a locality section.")
+                   "profile has a locality section.")
 @click.option("--ramp", type=Seconds(), default=None,
               help="Grow the rate linearly from 0 over this long first.")
 @click.option("--event", "hot_events", multiple=True, type=HotEventSpec(),
@@ -41,9 +46,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
                    "Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of arrival times, keys and operations (same seed, same requests, "
-                   "whatever --processes).")
-@click.option("--read-ratio", type=click.FloatRange(0, 1),
-              help="Share of reads [default: per key from a profile's operations, else 0.9].")
+                   "whatever --workers).")
+@read_share_option("Share of reads [default: per key from a profile's operations, else 0.9].")
 @click.option("--read", "read_template", metavar="TEMPLATE",
               help="A read, {key} replaced by the key [default: GET "
                    "/channels/{key}/messages?limit=50; on Redis: XREVRANGE chat:{{key}} + - "
@@ -54,7 +58,8 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
                    "user u body {body}].")
 @click.option("--max-inflight", type=click.IntRange(min=1), default=10_000, show_default=True,
               help="Arrivals beyond this many outstanding requests are dropped and counted.")
-@click.option("--processes", type=click.IntRange(1, 64), default=1, show_default=True,
+@click.option("--workers", "processes", type=click.IntRange(1, 64), default=1,
+              show_default=True, metavar="K",
               help="Driver processes; each takes every K-th arrival.")
 @click.option("--closed", "closed_users", type=click.IntRange(min=1), metavar="USERS",
               help="Closed loop instead: USERS virtual users, each waiting for its answer "
@@ -76,8 +81,9 @@ from hotshard.cli._options import PARTITIONER_CHOICE, HotEventSpec, Seconds
 @click.option("--hlog", metavar="FILE",
               help="Write the HdrHistogram interval log (latency from intended time).")
 @click.option("--json", "as_json", is_flag=True, help="Print the observations JSON.")
-@click.option("--quiet", "-q", is_flag=True, help="No live progress.")
-def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed, read_ratio,
+@quiet_option("No live progress.")
+def drive(url, profile_path, dist, rps, duration, arrivals, order, ramp, hot_events, seed,
+          read_share,
           read_template, write_template, max_inflight, processes, closed_users, partitioner,
           shards, timeout, max_error_rate, label, output, hlog, as_json, quiet):
     """Drive load at URL (http://, https://, or redis-cluster://HOST:PORT) on an absolute
@@ -103,12 +109,12 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
 
     \b
     Examples:
-      hotshard drive http://127.0.0.1:8080 --keys examples/incident.profile.json \\
+      hotshard drive http://127.0.0.1:8080 examples/incident.profile.json \\
           --rps 200 --duration 30s -o prod-like.json
-      hotshard drive http://127.0.0.1:8080 --keys uniform:300000 --rps 200 -o uniform.json
-      hotshard drive http://127.0.0.1:8080 --keys uniform:1000 --closed 10 --duration 30s
-      hotshard drive redis-cluster://127.0.0.1:7000 --keys profile.json --rps 2000
-      hotshard drive http://host:9000 --keys zipf:0.99:1e6 --rps 5000 --processes 2 \\
+      hotshard drive http://127.0.0.1:8080 --dist uniform:300000 --rps 200 -o uniform.json
+      hotshard drive http://127.0.0.1:8080 --dist uniform:1000 --closed 10 --duration 30s
+      hotshard drive redis-cluster://127.0.0.1:7000 profile.json --rps 2000
+      hotshard drive http://host:9000 --dist zipf:0.99:1e6 --rps 5000 --workers 2 \\
           --read 'GET /kv/{key}' --write 'PUT /kv/{key}' -p cassandra -n 12
     """
     import importlib.util
@@ -120,6 +126,10 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
     if importlib.util.find_spec("hdrh") is None:
         raise HotshardError("hotshard drive needs hdrhistogram: pip install 'hotshard[drive]' "
                             "(make demo installs it)")
+    if bool(profile_path) == bool(dist):
+        raise click.UsageError("give the keys: a PROFILE or --dist SPEC"
+                               + (", not both" if dist else ""))
+    _one_kind_of_key_source(profile_path, dist)
     if closed_users is None and rps is None:
         raise click.UsageError("give --rps R (open loop) or --closed USERS")
     if closed_users is not None and (rps is not None or ramp):
@@ -143,17 +153,14 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
     from hotshard.drive.run import EXIT_INTERRUPTED, EXIT_INVALID_RUN, DriveConfig
     from hotshard.drive.run import drive as run_drive
 
-    try:
-        config = DriveConfig(url=url, keys=keys_spec, rate=rps or 1.0, duration=duration,
-                             arrivals=arrivals, ramp=ramp or 0.0, seed=seed,
-                             read_ratio=read_ratio, read=read_template, write=write_template,
-                             max_inflight=max_inflight, processes=processes,
-                             closed_users=closed_users, timeout=timeout,
-                             partitioner=(partitioner, shards) if partitioner else None,
-                             max_error_rate=max_error_rate / 100.0, order=order,
-                             events=tuple(hot_events))
-    except HotshardError as e:
-        raise click.UsageError(str(e).replace("rate must", "--rps must")) from None
+    config = DriveConfig(url=url, keys=profile_path or dist, rate=rps or 1.0,
+                         duration=duration, arrivals=arrivals, ramp=ramp or 0.0, seed=seed,
+                         read_ratio=read_share, read=read_template, write=write_template,
+                         max_inflight=max_inflight, processes=processes,
+                         closed_users=closed_users, timeout=timeout,
+                         partitioner=(partitioner, shards) if partitioner else None,
+                         max_error_rate=max_error_rate / 100.0, order=order,
+                         events=tuple(hot_events))
     live = _Live(enabled=not quiet and not as_json)
     with live:
         result = run_drive(config, progress=live.update if live.enabled or live.plain
@@ -193,6 +200,19 @@ def drive(url, keys_spec, rps, duration, arrivals, order, ramp, hot_events, seed
         warn(invalid_warning(observations.errors or {}).removeprefix("WARNING: "))
     if status:
         raise click.exceptions.Exit(status)
+
+
+def _one_kind_of_key_source(profile_path: str | None, dist: str | None) -> None:
+    """A PROFILE is a file and --dist a distribution: the library's one ``keys`` string
+    would take either, so the CLI keeps each to its kind."""
+    import os
+
+    if profile_path and not os.path.exists(profile_path) and ":" in profile_path:
+        raise click.UsageError(f"{profile_path} is not a file: a distribution goes in --dist "
+                               f"(--dist {profile_path})")
+    if dist and os.path.exists(dist):
+        raise click.UsageError(f"--dist takes a distribution such as uniform:1e6; {dist} is a "
+                               "file: give a profile as the PROFILE argument")
 
 
 def _quiet_stdout() -> None:

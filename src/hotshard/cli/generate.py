@@ -5,21 +5,31 @@ from __future__ import annotations
 import click
 
 from hotshard.cli._console import RowsBar, note, warn
-from hotshard.cli._options import PARTITIONER_CHOICE, Count, HotEventSpec, Seconds
+from hotshard.cli._modes import ModeArgument, ModeGroup
+from hotshard.cli._options import (
+    PARTITIONER_CHOICE,
+    Count,
+    HotEventSpec,
+    Seconds,
+    dist_option,
+    quiet_option,
+    rps_option,
+)
 from hotshard.profile import KEY_SCALINGS
 from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS, FORMATS, TAIL_MODES
 
-# the options --verify uses (or that change nothing); any other one given with it is refused
-_VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "order",
-                   "arrival_process"}
+_KEYS_HELP = ("Scale the profile to this many distinct keys. Head keys keep their IDs and "
+              "shares (the hot channels stay hot) and the tail keeps its share of messages, "
+              "spread over more, rarer keys (see --key-scaling).")
+_KEY_SCALING_HELP = ("How --keys grows the tail: dilute [default] keeps every share (above); "
+                     "extend adds keys as popular as the old tail keys, so the tail's share "
+                     "grows and the head's shrinks.")
 
 
-@click.command()
-@click.argument("args", nargs=-1, metavar="[PROFILE] | --verify PROFILE OUT")
-@click.option("--dist", metavar="SPEC",
-              help="Classic distribution instead of a profile: uniform:N, zipf:S:N, "
-                   "hotspot:FRAC_KEYS:FRAC_OPS:N, latest:N[:S], scrambled_zipfian:N.")
-@click.option("--events", type=Count(), help="Messages to generate (e.g. 2e9).")
+@click.group(cls=ModeGroup)
+@click.argument("profile_path", required=False, metavar="[PROFILE]", cls=ModeArgument)
+@dist_option("instead of a PROFILE")
+@click.option("--messages", type=Count(), help="Messages to generate (e.g. 2e9).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed: same seed, same bytes, whatever --workers.")
 @click.option("-o", "--output", metavar="OUT", help="Output file, or - for stdout.")
@@ -34,21 +44,13 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "or
                    "Gatling's csv feeder). Write them as .json and .csv.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Threads generating chunks ahead of the writer (GIL-free kernels).")
-@click.option("--keys", type=Count(),
-              help="Scale the profile to this many distinct keys. Head keys keep their IDs and "
-                   "shares (the hot channels stay hot) and the tail keeps its share of events, "
-                   "spread over more, rarer keys (see --key-scaling).")
-@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS),
-              help="How --keys grows the tail: dilute [default] keeps every share (above); "
-                   "extend adds keys as popular as the old tail keys, so the tail's share grows "
-                   "and the head's shrinks.")
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True), metavar="R",
-              help=f"Mean messages per second [default: the profile's, else {DEFAULT_RATE:g}].")
-@click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rate it "
-              "sets --events.")
+@click.option("--keys", type=Count(), help=_KEYS_HELP)
+@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS), help=_KEY_SCALING_HELP)
+@rps_option(f"Mean messages per second [default: the profile's, else {DEFAULT_RATE:g}].")
+@click.option("--duration", type=Seconds(), help="Run length (90s, 15m, 2h); with --rps it "
+              "sets --messages.")
 @click.option("--tail", type=click.Choice(TAIL_MODES),
-              help="Tail model: the fitted law or the exact histogram [default: power_law; "
-                   "--verify: what the Parquet file records, else power_law].")
+              help="Tail model: the fitted law or the exact histogram [default: power_law].")
 @click.option("--order", type=click.Choice(["auto", "locality", "irm"]), default="auto",
               show_default=True,
               help="Key order: locality follows the profile's measured reuse per popularity "
@@ -75,21 +77,15 @@ _VERIFY_OPTIONS = {"args", "verify", "keys", "key_scaling", "tail", "quiet", "or
                    "recorded for this store (profile made with --partitioner).")
 @click.option("--shards", "follow_shards", type=click.IntRange(min=1),
               help="Shard count for --partitioner.")
-@click.option("--verify", is_flag=True,
-              help="Check OUT against PROFILE instead of generating (head shares, tail). A "
-                   "Parquet OUT records its --keys/--key-scaling/--tail and event windows; for "
-                   "CSV, csv-feeder, a k6 array or JSON lines give --keys/--key-scaling/--tail "
-                   "(a file made with --event verifies only as Parquet, which records the "
-                   "windows).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, rate, duration,
-             tail, order, arrival_process, hot_events, diurnal, start, users, follow_name,
-             follow_shards, verify, quiet):
+@quiet_option("No progress bar.")
+def generate(profile_path, dist, messages, seed, output, fmt, workers, keys, key_scaling,
+             rps, duration, tail, order, arrival_process, hot_events, diurnal, start, users,
+             follow_name, follow_shards, quiet):
     """Generate synthetic chat messages from a profile (or a classic distribution).
 
     Head keys keep their real IDs and exact weights; tail keys get synthetic IDs drawn from
     the profile's tail. Columns: timestamp, channel_id, message_id (time-ordered), user_id,
-    size, op. Output is streamed in chunks (constant memory at any --events) and seeded by
+    size, op. Output is streamed in chunks (constant memory at any --messages) and seeded by
     chunk index, so it is byte-identical for any --workers. The size of the output is
     estimated first, and a run the disk cannot hold is refused. --format k6 and csv-feeder
     write only the keys of the same rows, in the same order, for a load tool that keeps its
@@ -97,42 +93,17 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
 
     \b
     Examples:
-      hotshard generate profile.json --events 1e7 --seed 1 -o events.parquet
-      hotshard generate profile.json --keys 1e9 --rate 3000 --duration 1h -o big.parquet
-      hotshard generate --dist zipf:0.99:1e6 --events 1e6 -o zipf.parquet
-      hotshard generate profile.json --events 1e7 --event 4711:0.4:10m:40m -o event.parquet
-      hotshard generate --verify profile.json events.parquet
-      hotshard generate profile.json --events 1e6 --seed 1 --format k6 -o keys.json
-      hotshard generate profile.json --events 1e6 --seed 1 --format csv-feeder -o keys.csv
+      hotshard generate profile.json --messages 1e7 --seed 1 -o events.parquet
+      hotshard generate profile.json --keys 1e9 --rps 3000 --duration 1h -o big.parquet
+      hotshard generate --dist zipf:0.99:1e6 --messages 1e6 -o zipf.parquet
+      hotshard generate profile.json --messages 1e7 --event 4711:0.4:10m:40m -o event.parquet
+      hotshard generate profile.json --messages 1e6 --seed 1 --format k6 -o keys.json
+      hotshard generate profile.json --messages 1e6 --seed 1 --format csv-feeder -o keys.csv
+      hotshard generate verify profile.json events.parquet
     """
     from hotshard.profile.document import Profile
 
-    if verify:
-        if len(args) != 2:
-            raise click.UsageError("--verify takes PROFILE OUT")
-        ctx = click.get_current_context()
-        ignored = [f"--{name.replace('_', '-')}" for name in ctx.params
-                   if name not in _VERIFY_OPTIONS and ctx.get_parameter_source(name)
-                   is not click.core.ParameterSource.DEFAULT]
-        if ignored:
-            raise click.UsageError(f"--verify checks an existing file: {', '.join(ignored)} "
-                                   "would be ignored (it takes --keys, --key-scaling, --tail)")
-        from hotshard.cli._console import ProgressBar
-        from hotshard.render import verify_summary
-        from hotshard.workload.generate import verify_generated
-
-        with ProgressBar(not quiet) as bar:
-            report = verify_generated(Profile.load(args[0]), args[1], keys=keys,
-                                      key_scaling=key_scaling, tail=tail, progress=bar.callback)
-        if report.windows_left_out:
-            note(f"left out the rows inside the file's {report.windows_left_out} event "
-                 "window(s): the traffic there is the event's by design")
-        click.echo(verify_summary(report, args[1]))
-        if not report.passed:
-            raise click.exceptions.Exit(1)
-        return
-    if len(args) > 1:
-        raise click.UsageError("give at most one PROFILE")
+    args = (profile_path,) if profile_path else ()
     if bool(args) == bool(dist):
         raise click.UsageError("give a PROFILE or --dist SPEC" + (", not both" if dist else ""))
     if not output:
@@ -165,8 +136,8 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
 
         follow = partitioner_from_placement(prof.placement, follow_name, follow_shards)
     plan = plan_workload(
-        profile=prof, dist=dist, events=events, seed=seed,
-        rate=rate, duration=duration, keys=keys, key_scaling=key_scaling or "dilute",
+        profile=prof, dist=dist, events=messages, seed=seed,
+        rate=rps, duration=duration, keys=keys, key_scaling=key_scaling or "dilute",
         tail=tail or "power_law",
         hot_events=tuple(hot_events), diurnal=diurnal,
         start=start.replace(tzinfo=UTC) if start else None, n_users=users, follow=follow,
@@ -180,3 +151,45 @@ def generate(args, dist, events, seed, output, fmt, workers, keys, key_scaling, 
         written = write_events(plan, output, fmt=out_fmt, workers=workers, progress=bar)
     if output != "-":
         click.echo(f"wrote {output}: {written:,} messages ({out_fmt}, seed {seed})", err=True)
+
+
+@generate.command("verify")
+@click.argument("profile_path", metavar="PROFILE")
+@click.argument("file", metavar="FILE")
+@click.option("--keys", type=Count(), help="The --keys FILE was generated with [default: what a "
+              "Parquet FILE records, else the profile's own].")
+@click.option("--key-scaling", type=click.Choice(KEY_SCALINGS),
+              help="The --key-scaling FILE was generated with [default: what a Parquet FILE "
+                   "records, else dilute].")
+@click.option("--tail", type=click.Choice(TAIL_MODES),
+              help="The tail model FILE was generated with [default: what a Parquet FILE "
+                   "records, else power_law].")
+@quiet_option("No progress bar.")
+def verify(profile_path, file, keys, key_scaling, tail, quiet):
+    """Check a generated FILE against the PROFILE it came from: head keys' shares within
+    their sampling bands, the tail by a KS test; exit 1 when it fails.
+
+    A Parquet FILE records the --keys, --key-scaling and --tail it was made with and its
+    event windows (rows inside them are left out: the traffic there is the event's); for
+    CSV, csv-feeder, a k6 array or JSON lines give --keys/--key-scaling/--tail (a file made
+    with --event verifies only as Parquet, which records the windows).
+
+    \b
+    Examples:
+      hotshard generate verify profile.json events.parquet
+      hotshard generate verify profile.json big.csv --keys 1e9
+    """
+    from hotshard.cli._console import ProgressBar
+    from hotshard.profile.document import Profile
+    from hotshard.render import verify_summary
+    from hotshard.workload.generate import verify_generated
+
+    with ProgressBar(not quiet) as bar:
+        report = verify_generated(Profile.load(profile_path), file, keys=keys,
+                                  key_scaling=key_scaling, tail=tail, progress=bar.callback)
+    if report.windows_left_out:
+        note(f"left out the rows inside the file's {report.windows_left_out} event "
+             "window(s): the traffic there is the event's by design")
+    click.echo(verify_summary(report, file))
+    if not report.passed:
+        raise click.exceptions.Exit(1)

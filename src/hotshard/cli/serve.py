@@ -27,7 +27,7 @@ def _channel_list(ctx, param, value):
 
 
 EPILOG = f"""\b
-Mitigations apply to --hot-channels: a list, or 'hot' (default) for the channels the
+Mitigations apply to --mitigate: a list, or 'hot' (default) for the channels the
 Space-Saving sketch behind GET /hotkeys reports above --hot-share of recent requests.
 Switch them at run time with the admin token printed at start:
   curl -X POST localhost:8080/admin/mitigations -H "Authorization: Bearer $TOKEN" \\
@@ -85,7 +85,7 @@ placement (partitioner, shard_count, key_type, layout).
               "attributably instead of holding its requests.")
 @click.option("--max-body", "max_body_bytes", type=click.IntRange(1, 1 << 20), default=4096,
               show_default=True, help="Largest message body in bytes (413 above).")
-@click.option("--split", type=click.IntRange(1, MAX_SPLIT_BUCKETS), default=1,
+@click.option("--split-into", "split", type=click.IntRange(1, MAX_SPLIT_BUCKETS), default=1,
               show_default=True,
               help="Mitigation: split each hot channel over S time-bucket sub-partitions on "
               "different shards (1: off).")
@@ -100,13 +100,13 @@ placement (partitioner, shard_count, key_type, layout).
               help="Mitigation: gateway cache of hot channels' pages, this TTL (e.g. 1s).")
 @click.option("--coalesce", is_flag=True,
               help="Mitigation: merge identical in-flight reads of hot channels.")
-@click.option("--hot-channels", callback=_channel_list, metavar="hot|C1,C2,...",
+@click.option("--mitigate", "hot_channels", callback=_channel_list, metavar="hot|C1,C2,...",
               default="hot", show_default=True, help="Which channels the mitigations apply to.")
 @click.option("--hot-share", type=click.FloatRange(0, 1, min_open=True), default=0.05,
-              show_default=True, help="With --hot-channels hot: the guaranteed share of recent "
+              show_default=True, help="With --mitigate hot: the guaranteed share of recent "
               "requests that makes a channel hot.")
 @click.option("--hot-window", type=Seconds(), default=10.0, show_default="10s",
-              help="With --hot-channels hot: how much recent traffic the hot-key sketch holds "
+              help="With --mitigate hot: how much recent traffic the hot-key sketch holds "
               "(1s to 1h); a shorter window finds an event sooner and forgets it sooner. "
               "No channel is hot while the window holds fewer than 100 requests.")
 def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_seed,
@@ -124,7 +124,7 @@ def serve(shards, port, host, data_dir, partitioner, key_type, num_tokens, ring_
     \b
     Examples:
       hotshard serve --shards 4 --port 8080 --data /tmp/chat
-      hotshard generate examples/incident.profile.json --events 1e6 -o m.parquet
+      hotshard generate examples/incident.profile.json --messages 1e6 -o m.parquet
       hotshard serve --data /tmp/chat2 --load m.parquet --cost-ms 2
       hotshard serve --data /tmp/chat2 --load more.parquet --append
       hotshard serve --data /tmp/chat --replicas 3 --coalesce --cache-ttl 1s

@@ -10,8 +10,10 @@ from hotshard.cli._options import (
     KEY_TYPE_RULE,
     PARTITIONER_CHOICE,
     SplitSpec,
+    cached_keys_option,
     detection_from,
     detection_options,
+    dist_option,
     need_shard_count,
     partitioner_options,
 )
@@ -53,7 +55,8 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
 
 
 @click.command(epilog=KEY_TYPE_RULE)
-@click.argument("profile_path", metavar="PROFILE")
+@click.argument("profile_path", metavar="[PROFILE]", required=False)
+@dist_option("instead of a PROFILE, every key placed exactly (at most 1e7 keys)")
 @click.option("--partitioner", "-p", type=PARTITIONER_CHOICE, required=True,
               help="The store whose placement to reproduce.")
 @click.option("--shards", "-n", type=click.IntRange(min=1), help="Shards / nodes / partitions.")
@@ -72,8 +75,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
 @click.option("--coalesce", is_flag=True,
               help="What if a read arriving while an identical read is in flight waited for "
                    "it? Needs --rps and --capacity: the merges are predicted from the rates.")
-@click.option("--hot-keys", type=click.IntRange(min=1), default=10, show_default=True,
-              help="How many top keys --cache-hit applies to.")
+@cached_keys_option()
 @click.option("--slots-from", metavar="redis://HOST:PORT",
               help="Redis Cluster: read the live CLUSTER SLOTS map from any node (the store's "
                    "own word for where keys live); nodes are numbered by address.")
@@ -86,7 +88,7 @@ def shard(keys, partitioner, shards, key_type, as_json, **layout):
                    "its shard carrying it unmitigated until then.")
 @detection_options()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_hot, replicas,
+def predict(profile_path, dist, partitioner, shards, key_type, rps, capacity, split_hot, replicas,
             cache_hit, coalesce, hot_keys, slots_from, key_template, detect, hot_window,
             hot_share, apply_time, as_json, **layout):
     """Predict each shard's share of load (and CPU) from a profile, before any test runs.
@@ -109,7 +111,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     `serve`. After them every share, of a shard or of a key, is of the requests before
     mitigation that reach one node of the shard: with a cache or replicas the shares add up to
     less than 100%. Only the profile's head keys are known by name, so --split-hot and
-    --hot-keys reach at most those (the output says when). --coalesce counts the reads that
+    --cached-keys reach at most those (the output says when). --coalesce counts the reads that
     must merge while one is in service (1/capacity), not those merged while it queues: an
     upper bound on what is left.
 
@@ -124,6 +126,7 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
       hotshard predict profile.json -p cassandra -n 12 --rps 3000 --capacity 400
       hotshard predict profile.json -p kafka -n 64 --split-hot 10:8 --replicas 3
       hotshard predict profile.json -p kafka -n 16 --replicas 3 --detect --hot-window 5s
+      hotshard predict --dist uniform:300000 -p kafka -n 64    # what a uniform test shows
     """
     from hotshard.mitigations import Mitigations
     from hotshard.profile.document import Profile
@@ -131,6 +134,12 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     from hotshard.shards.partitioners import partitioner_for
     from hotshard.shards.predict import predict as run_predict
 
+    if bool(profile_path) == bool(dist):
+        raise click.UsageError("give the keys: a PROFILE or --dist SPEC"
+                               + (", not both" if dist else ""))
+    if dist and detect:
+        raise click.UsageError("--detect finds a profile's events (its timelines): give a "
+                               "PROFILE, not --dist")
     detection = detection_from(detect, {"hot_window": hot_window, "hot_share": hot_share,
                                         "apply_time": apply_time})
     live = None
@@ -147,9 +156,10 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     if coalesce and rps is None:
         raise click.UsageError("--coalesce needs --rps and --capacity: how many reads merge "
                                "depends on how often a key's reads overlap one in flight")
-    prof = Profile.load(profile_path)
+    prof = Profile.load(profile_path) if profile_path else None
     part = partitioner_for(partitioner, shards, key_type=key_type,
-                           integer_keys=prof.integer_keys, key_template=key_template,
+                           integer_keys=prof.integer_keys if prof is not None else True,
+                           key_template=key_template,
                            slot_node=live[0] if live else None, **layout)
     if live is not None and not as_json:
         from hotshard.cli._console import note
@@ -158,7 +168,14 @@ def predict(profile_path, partitioner, shards, key_type, rps, capacity, split_ho
     k, s = split_hot or (0, 1)
     mitigations = Mitigations(split_keys=k, split_into=s, replicas=replicas,
                               cache_hit=cache_hit, coalesce=coalesce, hot_keys=hot_keys)
-    result = run_predict(prof, part, rps=rps, capacity=capacity, mitigations=mitigations)
+    if prof is None:
+        from hotshard.shards.predict import predict_distribution
+        from hotshard.workload.generate import parse_dist
+
+        result = predict_distribution(parse_dist(dist), part, rps=rps, capacity=capacity,
+                                      mitigations=mitigations)
+    else:
+        result = run_predict(prof, part, rps=rps, capacity=capacity, mitigations=mitigations)
     found = None
     if detection is not None:
         from hotshard.shards.predict import predict_detection

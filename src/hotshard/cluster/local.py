@@ -431,13 +431,13 @@ def up(directory: str | os.PathLike[str], *, nodes: int = 3, port: int = 7000,
         raise InputError(f"cannot keep the cluster in {root}: no permission to write in it")
     if (root / STATE_FILE).exists():
         raise InputError(f"{root} already holds a cluster (see {root / STATE_FILE}): "
-                         f"`hotshard cluster down --dir {root}` first")
+                         f"`hotshard cluster down --data {root}` first")
     check_resources(nodes)
     ports = tuple(range(port, port + nodes))
     busy = [p for p in ports if not _port_free(host, p) or not _port_free(host, p + BUS_OFFSET)]
     if busy:
         raise InputError(f"port {busy[0]} (or its cluster bus port {busy[0] + BUS_OFFSET}) on "
-                         f"{host} is in use: pick another --port")
+                         f"{host} is in use: pick another ${{port}}")
     created = _first_missing(root)
     before = {} if created is not None else _entries(root, ports)
     procs: list[subprocess.Popen] = []
@@ -587,7 +587,7 @@ def load_state(directory: str | os.PathLike[str]) -> ClusterState:
     path = Path(directory) / STATE_FILE
     if not path.exists():
         raise InputError(f"no cluster recorded in {directory} (no {STATE_FILE}): start one "
-                         f"with `hotshard cluster up --dir {directory}`")
+                         f"with `hotshard cluster up --data {directory}`")
     try:
         doc = json.loads(path.read_text())
         return ClusterState(doc["host"], tuple(doc["ports"]), tuple(doc["pids"]), doc["dir"],

@@ -35,7 +35,7 @@ DEFAULT_TIMEOUT = 5.0  # seconds for one question to a node (connect, commands, 
 MAX_REPLY_BYTES = 64 << 20  # a one-off question's replies (INFO of a node is ~10 KB)
 PASSWORD_HINT = (f"give it in the environment variable {PASSWORD_ENV} (kept off command lines) "
                  "or in the URL, redis-cluster://:PASSWORD@HOST:PORT, as `hotshard cluster up` "
-                 "printed it (`hotshard cluster status --dir DIR` shows it again)")
+                 "printed it (`hotshard cluster status --data DIR` shows it again)")
 
 
 def error_kind(error: str) -> str:

@@ -450,7 +450,7 @@ def profile_test(inputs: Sequence[str], *, production: Profile, key: str | None 
         column = next((c for c in (wanted, "channel_id") if c in columns),
                       columns[0] if len(columns) == 1 else None)
         if column is None:
-            raise InputError(f"say which column holds the test's keys (--key COL): it has no "
+            raise InputError(f"say which column holds the test's keys (${{key}} COL): it has no "
                              f"{wanted!r} column; its columns are {', '.join(columns)}")
     placements = (partitioner,) if partitioner is not None else ()
     test = count_profile(files, key=column, placements=placements, time_col=time_col,
@@ -541,7 +541,7 @@ def check(test: Profile, production: Profile, *, partitioner=None,
         raise InputError(
             f"no common keys at all: the test carries none of production's "
             f"{len(keys):,} head keys (such as {', '.join(keys[:3])}); are they the same key "
-            "space? (--allow-disjoint compares anyway: every hot key then counts as hidden)")
+            "space? (${allow_disjoint} compares anyway: every hot key then counts as hidden)")
     head, hidden = _head_coverage(test, production, t, tc)
     checks = [head, _top_shares(test, production, t), _tail(test, production, t),
               working_set(test, production, t, cache_size)]

@@ -152,7 +152,7 @@ def _recommend(ev: Evidence, found: dict[str, str], partitioner: str | None,
                 notes.append(f"what-ifs skipped: {exc}")
             recs.append(Recommendation(
                 "Load-test with the profile's keys",
-                "hotshard drive URL --keys PROFILE --rps "
+                "hotshard drive URL PROFILE --rps "
                 + (f"{rate_of(p):.0f}" if rate_of(p) else "R")
                 + ": the test then shows the hot shard; hotshard simulate PROFILE --rps R "
                   "gives its p99 at full scale, with each mitigation (--split-hot, "

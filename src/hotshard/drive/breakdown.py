@@ -87,7 +87,7 @@ def driver_warnings(result: DriveResult) -> list[str]:
                     behind > RATE_SHORTFALL * config.duration:
                 out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled "
                            f"requests and finished sending {max(0.0, behind):.2f} s late: its "
-                           "achieved rate was below target (add --processes or lower --rps)")
+                           "achieved rate was below target (add --workers or lower --rps)")
         # the lag adds to the latency directly: warn when it is a material part of it (the
         # threshold's reasoning is bound.LAG_MATERIAL's), never on its size alone (17 ms of
         # lag is nothing beside seconds of latency, and most of a 0.5 ms one)
@@ -95,7 +95,7 @@ def driver_warnings(result: DriveResult) -> list[str]:
                         percentiles_ms(rec.lag))
         if lag is not None and lag.material:
             out.append(f"{lag.text()}: the driver was a bottleneck, so latencies include its "
-                       "own delay; add --processes or lower --rps")
+                       "own delay; add --workers or lower --rps")
         if rec.dropped:
             out.append(f"{rec.dropped:,} arrivals dropped at --max-inflight "
                        f"{config.max_inflight:,} (the target could not keep up)")

@@ -190,9 +190,9 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None,
         sizes = (profile.sizes or {}).get("quantiles") if isinstance(profile.sizes, dict) \
             else None
         if order == "locality" and profile.locality is None:
-            raise InputError(f"{spec}: --order locality needs a profile with a locality "
+            raise InputError(f"{spec}: ${{order}} locality needs a profile with a locality "
                              "section (hotshard profile of event rows writes one), or give "
-                             "--order irm")
+                             "${order} irm")
         source = KeySource(spec, "profile", seed, read_ratio,
                            dict(sizes or DEFAULT_SIZE_QUANTILES), sampler, ops)
         length = int(min(max(round(events or BLOCK), 1), MAX_ORDER))
@@ -200,7 +200,7 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None,
 
         if order == "locality" and not fits_in_memory(length, sampler.n_keys):
             raise InputError(f"{spec}: {sampler.n_keys:,} keys are too many to order by "
-                             "locality in one driver process: give --order irm")
+                             "locality in one driver process: give ${order} irm")
         if (order != "irm" and profile.locality is not None
                 and fits_in_memory(length, sampler.n_keys)):
 
@@ -213,8 +213,8 @@ def load_keys(spec: str, *, seed: int = 0, read_ratio: float | None = None,
             source._make_positions = make
         return source
     if order == "locality":
-        raise InputError(f"--order locality needs a profile's locality section; {spec!r} is "
-                         "a distribution, whose draws are independent: give --order irm")
+        raise InputError(f"${{order}} locality needs a profile's locality section; {spec!r} is "
+                         "a distribution, whose draws are independent: give ${order} irm")
     from hotshard.workload.generate import parse_dist
 
     try:

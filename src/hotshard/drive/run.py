@@ -96,7 +96,7 @@ class DriveConfig:
             from hotshard.workload.timing import check_overlaps
 
             if self.closed_users is not None:
-                raise InputError("--event needs the open loop (--rps): a closed loop's "
+                raise InputError("${hot_events} needs the open loop (${rate}): a closed loop's "
                                  "requests have no schedule to put the event in")
             for e in self.events:
                 if e.start >= self.duration:
@@ -110,9 +110,9 @@ class DriveConfig:
         (a Locust run checks per worker instead: its worker count is known only later)."""
         if self.closed_users is None and self.rate > MAX_RATE_PER_PROCESS * self.processes:
             need = math.ceil(self.rate / MAX_RATE_PER_PROCESS)
-            fix = (f"use --processes {need} (or lower --rps)" if need <= MAX_PROCESSES else
+            fix = (f"use ${{processes}} {need} (or lower ${{rate}})" if need <= MAX_PROCESSES else
                    f"at most {MAX_RATE_PER_PROCESS * MAX_PROCESSES:,.0f}/s from one machine "
-                   f"({MAX_PROCESSES} processes): lower --rps, or spread it over machines with "
+                   f"({MAX_PROCESSES} processes): lower ${{rate}}, or spread it over machines with "
                    "Locust (hotshard.drive.locust)")
             raise InputError(f"rate {self.rate:,.0f}/s is more than {self.processes} driver "
                              f"process(es) can schedule (at most {MAX_RATE_PER_PROCESS:,}/s "
@@ -162,7 +162,7 @@ def _profile_arrivals(keys: str) -> Any:
         from hotshard.profile.document import Profile
 
         if not keys.endswith(".json"):
-            raise InputError("--arrivals profile takes its shape from a profile: give --keys "
+            raise InputError("--arrivals profile takes its shape from a profile: give a "
                              "PROFILE.json (made by hotshard profile ... --time COL)")
         profile = Profile.load(keys)
         if profile.arrivals is None:

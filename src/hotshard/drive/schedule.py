@@ -52,20 +52,20 @@ class Schedule:
     def __post_init__(self) -> None:
         if not (isinstance(self.rate, int | float) and math.isfinite(self.rate)
                 and self.rate > 0):
-            raise InputError(f"rate must be a number > 0 requests/s, got {self.rate!r}")
+            raise InputError(f"${{rate}} must be a number > 0 requests/s, got {self.rate!r}")
         if not (math.isfinite(self.duration) and self.duration > 0):
-            raise InputError(f"duration must be > 0 seconds, got {self.duration!r}")
+            raise InputError(f"${{duration}} must be > 0 seconds, got {self.duration!r}")
         if self.arrivals not in ARRIVALS:
-            raise InputError(f"arrivals must be one of {', '.join(ARRIVALS)}, got "
+            raise InputError(f"${{arrivals}} must be one of {', '.join(ARRIVALS)}, got "
                              f"{self.arrivals!r}")
         if self.arrivals == "profile" and self.model is None:
             raise InputError("profile arrivals need a profile with an arrivals section (give "
-                             "--keys PROFILE made by hotshard profile ... --time COL)")
+                             "a PROFILE made by hotshard profile ... --time COL)")
         if self.arrivals == "profile" and self.ramp:
             raise InputError("profile arrivals follow production's own rate shape: give no "
-                             "--ramp with them")
+                             "${ramp} with them")
         if not 0 <= self.ramp <= self.duration:
-            raise InputError(f"ramp must be in [0, duration={self.duration:g}] seconds, got "
+            raise InputError(f"${{ramp}} must be in [0, duration={self.duration:g}] seconds, got "
                              f"{self.ramp!r}")
         if self.expected > MAX_ARRIVALS:
             raise InputError(f"rate x duration asks for {self.expected:.3g} requests; at most "

@@ -149,7 +149,7 @@ def _series(path: Path, pattern: re.Pattern[str], start: float | None, end: floa
     if not by_shard:
         shown = ", ".join(repr(c[:60]) for i, c in enumerate(header[:20]) if i != time_col)
         raise InputError(f"{path}: no column's name has a shard for the pattern "
-                         f"{pattern.pattern!r} (columns: {shown}); give --shard-pattern "
+                         f"{pattern.pattern!r} (columns: {shown}); give ${{shard_pattern}} "
                          "with a group that takes the shard out of the name")
     left = [header[i] for i in range(len(header)) if i != time_col and i not in by_shard]
     if left:
@@ -268,7 +268,7 @@ def read_dashboard_csv(files: list[tuple[str, str | os.PathLike[str]]], *,
     if unit is not None and unit not in UNITS:
         raise InputError(f"unknown unit {unit!r}; choose from {', '.join(UNITS)}")
     if unit is not None and len(files) > 1:
-        raise InputError("--unit applies to one file: give one file, or units in the values")
+        raise InputError("${unit} applies to one file: give one file, or units in the values")
     try:
         pattern = re.compile(shard_pattern)
     except re.error as exc:
@@ -313,7 +313,7 @@ def read_dashboard_csv(files: list[tuple[str, str | os.PathLike[str]]], *,
     over = sorted(s for s, v in per.items() if v.get("cpu", 0) > 1)
     if over:
         raise InputError(f"shard {over[0]}: CPU above one core ({per[over[0]]['cpu']:g}); "
-                         "give --unit percent if the panel shows percents")
+                         "give ${unit} percent if the panel shows percents")
     shards = [ShardObservation(id=s, **v) for s, v in per.items()]
     first = min(a for a, _ in spans)
     last = max(b for _, b in spans)

@@ -137,7 +137,7 @@ class PrometheusClient:
                 raise InputError(f"Prometheus at {self.url}: {exc}: narrow the query (a "
                                  "label matcher, or fewer series)") from None
             if exc.kind == "deadline":
-                raise InputError(f"Prometheus at {self.url}: {exc} (--timeout)") from None
+                raise InputError(f"Prometheus at {self.url}: {exc} (${{timeout}})") from None
             if exc.kind == "unreachable":
                 raise InputError(f"cannot reach Prometheus at {self.url}: {exc.reason}"
                                  ) from None
@@ -285,7 +285,7 @@ class _Query:
             seen = sorted({k for r in results for k in r.get("metric", {}) if k != "__name__"})
             raise InputError(
                 f"{what}: {len(missing)} of the {len(results)} series of {shown!r} have no "
-                f"label {label!r}; name the label that says the shard with --shard-label "
+                f"label {label!r}; name the label that says the shard with ${{shard_label}} "
                 f"(labels seen: {', '.join(seen) or 'none'})")
         values: dict[str, float] = {}
         nodes: dict[str, str] = {}
@@ -738,8 +738,8 @@ def observe_prometheus(url: str, *, start: float, end: float, preset: str | None
                "latency": latency or (p.latency if p else None),
                "errors": errors or (p.errors if p else None)}
     if not any(queries[k] for k in ("requests", "cpu", "latency")):
-        raise InputError("nothing to ask Prometheus: give a --preset (hotshard, redis, node, "
-                         "process) or at least one of --requests, --cpu, --latency")
+        raise InputError("nothing to ask Prometheus: give a ${preset} (hotshard, redis, node, "
+                         "process) or at least one of ${requests_q}, ${cpu_q}, ${latency_q}")
     shard_label = shard_label or (p.shard_label if p else "shard")
     node_label = node_label or (p.node_label if p else None)
     notes = Notes()

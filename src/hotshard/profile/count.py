@@ -228,9 +228,9 @@ def count_profile(
     from hotshard.profile.time_units import TIME_UNITS
 
     if time_unit != "auto" and time_unit not in TIME_UNITS:
-        raise InputError(f"time_unit must be auto, {', '.join(TIME_UNITS)}; got {time_unit!r}")
+        raise InputError(f"${{time_unit}} must be auto, {', '.join(TIME_UNITS)}; got {time_unit!r}")
     if time_unit != "auto" and time_col is None:
-        raise InputError("a time unit needs a time column (--time COL)")
+        raise InputError("a time unit needs a time column (${time_col} COL)")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if top_k < 1:

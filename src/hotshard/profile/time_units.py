@@ -47,12 +47,12 @@ def seconds_per(unit: str, low: float | None, high: float | None, column: str) -
     """Seconds per unit of a numeric time column: ``unit`` as given, or detected ("auto")."""
     if unit != "auto":
         if unit not in TIME_UNITS:
-            raise InputError(f"--time-unit must be auto, {', '.join(TIME_UNITS)}; got {unit!r}")
+            raise InputError(f"${{time_unit}} must be auto, {', '.join(TIME_UNITS)}; got {unit!r}")
         scale = TIME_UNITS[unit]
         top = max(abs(x) for x in (low, high) if x is not None) if (low, high) != (None, None) \
             else 0.0
         if np.isfinite(top) and top * scale > MAX_SECONDS:
-            raise InputError(f"time column {column!r} reaches {top:.4g}: in --time-unit {unit} "
+            raise InputError(f"time column {column!r} reaches {top:.4g}: in ${{time_unit}} {unit} "
                              f"that is {top * scale / 3.15576e7:.3g} years from the epoch; give "
                              "the column's unit (auto reads it from the magnitude)")
         return scale

@@ -104,7 +104,7 @@ def check_loadable(path: str, *, skip_bad_rows: bool = False) -> int:
             raise InputError(f"{path}: {e}") from None
     if no_channel and not skip_bad_rows:
         raise InputError(f"{path}: {no_channel:,} rows have no channel_id (NULL): fix them, or "
-                         "give --skip-bad-rows to load the others (their count is reported)")
+                         "give ${skip_bad_rows} to load the others (their count is reported)")
     total -= no_channel
     if not total:
         raise InputError(f"{path} has no rows to load"

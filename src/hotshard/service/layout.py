@@ -85,18 +85,18 @@ def check_and_record_layout(data_dir: Path, partitioner: str, shards: int) -> No
                 raise InputError(
                     f"{data_dir} holds shard databases laid out for {mine['shards']} shards "
                     f"placed by {mine['partitioner']} ({path.name} says so): serve it with "
-                    f"--shards {mine['shards']} --partitioner {mine['partitioner']}, or give a "
-                    "new --data directory")
+                    f"${{shards}} {mine['shards']} ${{partitioner}} {mine['partitioner']}, "
+                    "or give a new ${data_dir} directory")
         elif held:
             unrecorded_with_messages.append(index)
         if index >= shards and held:
             raise InputError(f"{data_dir} holds messages in {path.name}, shard {index}, beyond "
                              f"the {shards} shards asked for: its channels would be looked for "
-                             "elsewhere; give the directory's own --shards, or a new --data")
+                             "elsewhere; give the directory's own ${shards}, or a new ${data_dir}")
     if unrecorded_with_messages and len(present) != shards:
         raise InputError(f"{data_dir} holds {len(present)} shard databases with messages and "
-                         f"no recorded layout, not {shards}: give --shards {len(present)} "
-                         "with the partitioner that made it, or a new --data directory")
+                         f"no recorded layout, not {shards}: give ${{shards}} {len(present)} "
+                         "with the partitioner that made it, or a new ${data_dir} directory")
     for index in range(shards):
         path = db_path(data_dir, index)
         if not path.exists():

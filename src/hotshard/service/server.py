@@ -117,12 +117,14 @@ class ServeConfig:
         if self.store is not None and not str(self.store).startswith(
                 ("redis-cluster://", "redis://")):
             raise InputError(f"the store must be a Redis Cluster, redis-cluster://HOST:PORT "
-                             f"(--store), got {safe_text(str(self.store), 80)}")
+                             f"(${{store}}), got {safe_text(str(self.store), 80)}")
         # worded in serve's flags: this is what `hotshard serve` runs, field for flag
         if self.append and not self.load:
-            raise InputError("--append adds the rows of a --load file: give --load FILE too")
+            raise InputError("${append} adds the rows of a ${load_file} file: give "
+                             "${load_file} FILE too")
         if self.skip_bad_rows and not self.load:
-            raise InputError("--skip-bad-rows applies to a --load file: give --load FILE too")
+            raise InputError("${skip_bad_rows} applies to a ${load_file} file: give "
+                             "${load_file} FILE too")
         if self.admin_token is not None:
             try:
                 check_admin_token(self.admin_token)
@@ -232,12 +234,12 @@ def open_data_dir(config: ServeConfig) -> DataDir:
     except OSError:
         lock.close()
         raise InputError(f"another hotshard serve is using {path}: stop it or give another "
-                         "--data directory") from None
+                         "${data_dir} directory") from None
     try:
         if config.store:
             if config.partitioner != "redis-cluster":
                 raise InputError("a Redis Cluster store places channels by its own slot map: "
-                                 "give no other --partitioner with --store")
+                                 "give no other ${partitioner} with ${store}")
             from hotshard.cluster.topology import live_slot_map
 
             slot_node, _ = live_slot_map(config.store)
@@ -258,9 +260,9 @@ def open_data_dir(config: ServeConfig) -> DataDir:
                                  "directory") from None
             if had != {k: wanted[k] for k in had}:
                 raise InputError(f"{path} holds {had['shards']} shards placed by "
-                                 f"{had['partitioner']}: serve it with --shards "
-                                 f"{had['shards']} --partitioner {had['partitioner']}, or give "
-                                 "a new --data directory")
+                                 f"{had['partitioner']}: serve it with ${{shards}} "
+                                 f"{had['shards']} ${{partitioner}} {had['partitioner']}, or give "
+                                 "a new ${data_dir} directory")
         else:
             _write_private(record, json.dumps(wanted) + "\n")
         if not config.store:   # each database records the layout too, and is checked on it
@@ -315,8 +317,8 @@ def _refuse_loading_over(data: DataDir, config: ServeConfig) -> int:
     held = stored_messages(data.path, data.router.shards)
     if held and not config.append:
         raise InputError(f"{data.path} already holds {held:,} messages: loading {config.load} "
-                         "would add its rows to them (give --append to do that, or a new "
-                         "--data directory)")
+                         "would add its rows to them (give ${append} to do that, or a new "
+                         "${data_dir} directory)")
     return held
 
 
@@ -366,7 +368,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            raise InputError(f"port {port} on {host} is in use: pick another --port "
+            raise InputError(f"port {port} on {host} is in use: pick another ${{port}} "
                              "(0 picks a free one)") from None
         raise InputError(f"cannot listen on {host}:{port}: {e.strerror}") from None
     sock.listen(2048)

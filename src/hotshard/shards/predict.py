@@ -41,7 +41,8 @@ from hotshard.shards.partitioners import Partitioner
 from hotshard.shards.split import split_shards
 
 __all__ = ["KeyLoad", "Prediction", "PredictedDetection", "head_shards", "predict",
-           "predict_detection", "predict_load", "tail_placement", "whole_span_load"]
+           "predict_detection", "predict_distribution", "predict_load", "tail_placement",
+           "whole_span_load"]
 
 # rps / capacity beyond this (a million shards' worth of load) is a unit slip, not a question:
 # its CPU figures would print in powers of ten or overflow.
@@ -74,6 +75,8 @@ class Prediction:
     # what the shares are a share of: every request ("all requests"), or, after mitigations,
     # the requests before mitigation as seen by one replica node (they then add up to less)
     basis: str = "all requests"
+    # where the keys came from: a profile, or a classic distribution's spec (every key exact)
+    keys_from: str = "profile"
     # when the profile has timelines: each window's shares, the peak window, the events
     timeline: Any = None
 
@@ -132,6 +135,7 @@ class Prediction:
             "uniform_band": {"low": self.uniform_low, "high": self.uniform_high,
                              "max_over_mean": self.uniform_max_over_mean},
             "tail_exact": self.tail_exact,
+            "keys_from": self.keys_from,
             "basis": self.basis,
             "total_share": float(self.shares.sum()),
         }
@@ -263,7 +267,7 @@ def predict_load(load: KeyLoad, partitioner: Partitioner, *, rps: float | None,
     if rps is not None and not (capacity and rps / capacity <= MAX_LOAD_RATIO):
         raise InputError(f"{rps:,.4g} requests/s on shards that each serve {capacity:,.4g}/s "
                          f"is more than {MAX_LOAD_RATIO:.0e} times one shard's capacity: check "
-                         "the units (--rps: the whole service's requests/s; --capacity: what "
+                         "the units (${rps}: the whole service's requests/s; ${capacity}: what "
                          "one shard serves at 100% CPU)")
     cpu = None if rps is None else rps * shares / capacity
     result = Prediction(partitioner.spec, shares, sd, top, low, high, u_mom,
@@ -362,6 +366,64 @@ def head_shards(profile: Profile, partitioner: Partitioner, head_keys: list[str]
                          f"recorded ({recorded}), not on {spec}; profile the data again with "
                          "that store's partitioner")
     return np.asarray(rec.head_shards, dtype=np.int64)
+
+
+# a classic distribution is predicted key by key; past this many keys its placement costs
+# more than the answer is worth (its shares then sit in the uniform band to 3 decimals)
+MAX_DISTRIBUTION_KEYS = 10_000_000
+
+
+def predict_distribution(sampler, partitioner: Partitioner, *, rps: float | None = None,
+                         capacity: float | None = None, mitigations: Mitigations | None = None
+                         ) -> Prediction:
+    """``predict`` for a classic distribution (``--dist uniform:N``, ``zipf:S:N``...): its
+    keys are the integer IDs 0..N-1 that ``generate --dist`` and ``drive --dist`` send, each
+    with its exact weight, so every key is placed exactly (no tail to spread, no sampling
+    error: the uniform band is the keys' own, ``sqrt(own (1 - own) / N)``).
+
+    Raises
+    ------
+    InputError
+        More than ``MAX_DISTRIBUTION_KEYS`` keys; a distribution without closed-form weights
+        (the scrambled Zipfian); rps without capacity, as ``predict``.
+    """
+    n_keys = int(sampler.n_keys)
+    if n_keys > MAX_DISTRIBUTION_KEYS:
+        raise InputError(f"{n_keys:,} keys are too many to place one by one (at most "
+                         f"{MAX_DISTRIBUTION_KEYS:,}): predict a smaller key space, whose "
+                         "shares show the same skew")
+    weights = np.asarray(sampler.weights(), dtype=np.float64)
+    if (rps is None) != (capacity is None):
+        raise InputError("${rps} and ${capacity} go together (CPU = rps x share / capacity)")
+    if mitigations is not None:
+        mitigations.only(MODEL_FIELDS, "predict")
+    order = np.argsort(-weights, kind="stable")
+    keys = [str(k) for k in order.tolist()]
+    own = np.asarray(partitioner.ownership(), dtype=np.float64)
+    sd = np.sqrt(own * (1 - own) / max(n_keys, 1))
+    high = float(np.max(own + UNIFORM_BAND_SD * sd))
+    band = (max(float(np.min(own - UNIFORM_BAND_SD * sd)), 0.0), high, high / float(own.mean()))
+    zeros = np.zeros(partitioner.n_shards)
+    load = KeyLoad(keys, weights[order], np.asarray(partitioner.shard_of(keys), dtype=np.int64),
+                   zeros, zeros, 1.0, DEFAULT_READ_SHARE, band, True)
+    result = predict_load(load, partitioner, rps=rps, capacity=capacity,
+                          mitigations=mitigations)
+    return replace(result, keys_from=_spec_of(sampler))
+
+
+def _spec_of(sampler) -> str:
+    """The distribution as ``--dist`` names it (``zipf:1.1:1000000``)."""
+    described = dict(sampler.describe())
+    name = described.get("distribution", "distribution")
+    fields = _SPEC_FIELDS.get(name, ())
+    return ":".join([name, *(f"{described[f]:g}" if isinstance(described[f], float)
+                             else str(described[f]) for f in fields if f in described)])
+
+
+# each distribution's parameters in the order its --dist spec gives them
+_SPEC_FIELDS = {"uniform": ("n_keys",), "zipf": ("s", "n_keys"),
+                "hotspot": ("frac_keys", "frac_ops", "n_keys"), "latest": ("n_keys", "s"),
+                "scrambled_zipfian": ("n_keys",)}
 
 
 @dataclass(frozen=True)

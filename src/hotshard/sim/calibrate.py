@@ -198,10 +198,10 @@ def calibrate(run: Observations, *, profile=None,
     keys = "the profile given" if loaded is not None else (profile or record.get("keys"))
     if not keys:
         raise InputError(f"{where} does not say where its keys came from: give the profile "
-                         "(--profile PROFILE.json)")
+                         "(${profile} PROFILE.json)")
     if loaded is None and not _is_spec(keys) and not Path(keys).is_file():
         raise InputError(f"{where} drew its keys from {keys}, which is not here: give the "
-                         "profile (--profile PROFILE.json)")
+                         "profile (${profile} PROFILE.json)")
     arrivals = record.get("arrivals") or "poisson"
     if arrivals == "constant":
         notes.append("the run's arrivals were evenly spaced; simulated as Poisson, which "
@@ -571,7 +571,7 @@ def compare(measured: Observations, predicted: Observations) -> ReplayComparison
 
 @dataclass(frozen=True)
 class LikeDetection:
-    """What ``simulate --like RUN --detect`` models: the run's hot-key rule (``detection``,
+    """What ``simulate like RUN --detect`` models: the run's hot-key rule (``detection``,
     the values given overriding the run's), the events it injected, the mitigations (those
     given, else the run's own, translated) and what the user should know of each choice."""
 
@@ -584,7 +584,7 @@ class LikeDetection:
 def like_detection(run: Observations, mitigations, *, where: str,
                    window_s: float | None = None, hot_share: float | None = None,
                    apply_s: float | None = None) -> LikeDetection:
-    """The run's detection, events and mitigations for a model of its service (``--like``
+    """The run's detection, events and mitigations for a model of its service (``simulate like``
     with ``--detect``), each from the run's record when it has one, else serve's defaults."""
     from hotshard.detect.policy import Detection
 

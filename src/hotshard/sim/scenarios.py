@@ -143,7 +143,7 @@ def _arrivals(spec: str, profile) -> object:
         if profile is not None and profile.arrivals is not None:
             return ProfileArrivals(profile.arrivals)
         if spec == "profile":
-            raise InputError("--arrivals profile needs a profile with an arrivals section "
+            raise InputError("${arrivals} profile needs a profile with an arrivals section "
                              "(hotshard profile ... --time COL writes one)")
         return parse_arrivals("poisson")
     return parse_arrivals(spec)
@@ -183,10 +183,10 @@ def _key_order(order: str, profile, sampler, shaped: bool,
     from hotshard.errors import InputError
 
     if order not in ("auto", "locality", "irm"):
-        raise InputError(f"order must be auto, locality or irm, got {order!r}")
+        raise InputError(f"${{order}} must be auto, locality or irm, got {order!r}")
     has = profile is not None and profile.locality is not None
     if order == "locality" and not has:
-        raise InputError("--order locality needs a profile with a locality section "
+        raise InputError("${order} locality needs a profile with a locality section "
                          "(hotshard profile of event rows writes one)")
     if has and order != "irm":
         def locality(times, duration, seed):
@@ -196,7 +196,7 @@ def _key_order(order: str, profile, sampler, shaped: bool,
             if not fits_in_memory(n, sampler.n_keys):
                 raise InputError(f"ordering {n:,} requests over {sampler.n_keys:,} keys by "
                                  "locality does not fit in memory: simulate a shorter "
-                                 "window, or give --order irm")
+                                 "window, or give ${order} irm")
             return profile_positions(profile, sampler, n, seed, shaped=shaped)
 
         timelines = profile.timelines
@@ -439,9 +439,9 @@ def scenario_options(name: str | None = None, **given) -> dict:
         options["profile"] = None
     options.update(given)
     if not options["profile"] and not options["dist"]:
-        raise InputError("give a PROFILE, --dist SPEC or --scenario NAME")
+        raise InputError("give a PROFILE, ${dist} SPEC or ${scenario} NAME")
     if options["profile"] and options["dist"]:
-        raise InputError("give a PROFILE or --dist SPEC, not both")
+        raise InputError("give a PROFILE or ${dist} SPEC, not both")
     return options
 
 

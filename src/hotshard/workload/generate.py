@@ -154,11 +154,12 @@ def _shaped(profile: Profile | None, arrival_process: str, diurnal: float) -> bo
     shaped = profile is not None and profile.arrivals is not None and (
         arrival_process == "profile" or (arrival_process == "auto" and not diurnal))
     if arrival_process == "profile" and (profile is None or profile.arrivals is None):
-        raise InputError("--arrivals profile needs a profile with an arrivals section "
+        raise InputError("${arrival_process} profile needs a profile with an arrivals section "
                          "(hotshard profile ... --time COL writes one)")
     if shaped and diurnal:
-        raise InputError("--diurnal draws a daily curve; the profile's arrivals already hold "
-                         "production's rate shape: give one or the other (--arrivals poisson "
+        raise InputError("${diurnal} draws a daily curve; the profile's arrivals already hold "
+                         "production's rate shape: give one or the other "
+                         "(${arrival_process} poisson "
                          "for the curve)")
     return shaped
 
@@ -168,19 +169,19 @@ def _events_and_rate(profile: Profile | None, events: int | None, rate: float | 
     """(events, rate): events given, else rate x duration; the rate given, else events /
     duration, else the profile's (its arrivals', else its rate section's), else 3000/s."""
     if events is not None and events <= 0:
-        raise InputError(f"events must be > 0, got {events}")
+        raise InputError(f"${{events}} must be > 0, got {events}")
     if rate is not None and rate <= 0:
-        raise InputError(f"rate must be > 0, got {rate}")
+        raise InputError(f"${{rate}} must be > 0, got {rate}")
     if duration is not None and duration <= 0:
-        raise InputError(f"duration must be > 0, got {duration}")
+        raise InputError(f"${{duration}} must be > 0, got {duration}")
     if events is None and duration is None:
-        raise InputError("say how many events: give their number, or a duration (at the rate "
-                         "given, else the profile's, else 3000/s)")
+        raise InputError("say how many events: give ${events}, or a ${duration} (at the "
+                         "${rate} given, else the profile's, else 3000/s)")
     if events is not None and rate is not None and duration is not None \
             and int(round(rate * duration)) != events:
         raise InputError(f"{events:,} events at {rate:,g}/s last "
                          f"{format_duration(events / rate)}, not {format_duration(duration)}: "
-                         "give two of events, rate and duration")
+                         "give two of ${events}, ${rate} and ${duration}")
     if rate is None:
         if events is not None and duration is not None:
             rate = events / duration
@@ -271,7 +272,7 @@ def _key_order(profile: Profile | None, order: str, sampler, events: int, seed: 
     if order != "locality":
         return ("irm" if order == "auto" else order), None, notes
     if profile is None or profile.locality is None:
-        raise InputError("--order locality needs a profile with a locality section "
+        raise InputError("${order} locality needs a profile with a locality section "
                          "(hotshard profile of event rows writes one)")
     from hotshard.workload.locality_order import profile_order
     from hotshard.workload.locality_stream import StreamedPositions
@@ -445,7 +446,7 @@ def verify_file(profile: Profile, path: str, *, tail: str = "power_law",
 def verify_generated(profile: Profile, path: str, *, keys: int | None = None,
                      key_scaling: str | None = None, tail: str | None = None,
                      progress=None) -> VerifyReport:
-    """``generate --verify``: test a generated file against the profile it came from, scaled
+    """``generate verify``: test a generated file against the profile it came from, scaled
     and read as the file records it was made (its Parquet metadata: keys, key scaling, tail,
     order, the big events' windows). An option given here fills what the file does not record
     (a CSV records nothing); one that contradicts the record is refused rather than judged.
@@ -460,7 +461,7 @@ def verify_generated(profile: Profile, path: str, *, keys: int | None = None,
     made = generation_options(path)
     recorded = made.get("key_scaling")
     if key_scaling and recorded and key_scaling != recorded:
-        raise InputError(f"{path} was generated with --key-scaling {recorded}, not "
+        raise InputError(f"{path} was generated with ${{key_scaling}} {recorded}, not "
                          f"{key_scaling}")
     key_scaling = key_scaling or recorded or "dilute"
     if keys is None and "keys" in made:

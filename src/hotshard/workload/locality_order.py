@@ -201,7 +201,7 @@ def locality_stream(key_weight: NDArray[np.float64], sizes: NDArray[np.int64],
     if n_keys > MAX_LOCALITY_KEYS:
         raise InputError(f"ordering references over {n_keys:,} keys by locality needs "
                          f"{MAX_LOCALITY_KEYS:,} keys at most (per-key state): generate with "
-                         "fewer keys (--keys), or give --order irm")
+                         "fewer keys (${keys}), or give ${order} irm")
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x10CA1,)))
     counts = key_counts(key_weight, sizes, events, rng)
     scale = profile_events / max(events, 1)
@@ -256,7 +256,7 @@ def locality_positions(key_weight: NDArray[np.float64], sizes: NDArray[np.int64]
     if not fits_in_memory(events, n_keys):
         raise InputError(f"ordering {events:,} references over {n_keys:,} keys by locality "
                          f"in memory takes at most {MAX_LOCALITY_EVENTS:,} references and "
-                         f"{MAX_LOCALITY_KEYS:,} keys: use fewer, or give --order irm")
+                         f"{MAX_LOCALITY_KEYS:,} keys: use fewer, or give ${{order}} irm")
     return locality_stream(key_weight, sizes, events, locality, profile_events, seed,
                            corrections=corrections, timeline=timeline).take(int(events))
 
@@ -319,6 +319,6 @@ def profile_positions(profile, sampler, events: int, seed: int, *, rescaled: boo
     if not fits_in_memory(int(events), n_keys):
         raise InputError(f"ordering {int(events):,} references over {n_keys:,} keys by "
                          f"locality in memory takes at most {MAX_LOCALITY_EVENTS:,} references "
-                         f"and {MAX_LOCALITY_KEYS:,} keys: use fewer, or give --order irm")
+                         f"and {MAX_LOCALITY_KEYS:,} keys: use fewer, or give ${{order}} irm")
     return profile_order(profile, sampler, events, seed, rescaled=rescaled,
                          shaped=shaped).take(int(events))

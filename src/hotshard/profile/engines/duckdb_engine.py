@@ -673,12 +673,12 @@ def _time_seconds(s: _Session, col_type: str) -> str:
     unit = getattr(s.spec, "time_unit", "auto")
     if col_type.startswith("TIMESTAMP") or col_type == "DATE":
         if unit != "auto":
-            raise InputError(f"--time-unit is for numeric time columns; {column!r} is a "
+            raise InputError(f"${{time_unit}} is for numeric time columns; {column!r} is a "
                              f"{col_type}, whose unit is its own")
         expr = f"(epoch_us(CAST({t} AS TIMESTAMP)) / 1e6)"
     elif col_type == "VARCHAR":
         if unit != "auto":
-            raise InputError(f"--time-unit is for numeric time columns; {column!r} holds text "
+            raise InputError(f"${{time_unit}} is for numeric time columns; {column!r} holds text "
                              "(ISO timestamps are read as such)")
         bad = s.sql(f"SELECT {t} FROM {s.source} WHERE {t} IS NOT NULL AND "
                     f"TRY_CAST({t} AS TIMESTAMPTZ) IS NULL LIMIT 1").fetchone()

@@ -68,7 +68,7 @@ def _builder(session_cls, master: str, local: bool = True):
 def _read(spark, spec: CountSpec):
     if spec.fmt == "key_array":
         raise InputError("a JSON array of keys (generate --format k6) is read by the duckdb "
-                         "engine: drop --engine spark, or generate csv-feeder or Parquet")
+                         "engine: drop ${engine} spark, or generate csv-feeder or Parquet")
     reader = spark.read
     if spec.fmt == "parquet":
         return reader.parquet(*spec.files)
@@ -254,7 +254,7 @@ def _time_sql(df, spec: CountSpec) -> str:
     unit = getattr(spec, "time_unit", "auto")
     if kind in ("TimestampType", "TimestampNTZType", "DateType", "StringType"):
         if unit != "auto":
-            raise InputError(f"--time-unit is for numeric time columns; {spec.time!r} is a "
+            raise InputError(f"${{time_unit}} is for numeric time columns; {spec.time!r} is a "
                              f"{kind}")
         if kind == "StringType":
             t = F.col(spec.time)
