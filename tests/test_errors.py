@@ -119,3 +119,42 @@ def test_transport_and_protocol_errors_reach_the_cli_as_one_line(monkeypatch, ca
         err = capsys.readouterr().err
         assert err == f"hotshard: error: {error}\n"
         assert err.count("\n") == 1
+
+
+def test_a_message_names_parameters_that_the_cli_words_as_flags():
+    """The library names a parameter, the CLI the flag that set it: no message is edited."""
+    from hotshard.errors import InputError
+
+    exc = InputError("${rate} must be > 0, got -1 (or lower ${processes})")
+    assert str(exc) == "rate must be > 0, got -1 (or lower processes)"
+    assert exc.parameters == ("rate", "processes")
+    assert exc.worded({"rate": "--rps"}) == "--rps must be > 0, got -1 (or lower processes)"
+    wrapped = InputError(f"run.json: {exc.template}")   # a wrapping error keeps them named
+    assert wrapped.worded({"processes": "--workers"}).endswith("(or lower --workers)")
+
+
+def test_the_cli_words_a_library_error_in_the_running_commands_flags():
+    from hotshard.drive.run import DriveConfig
+    from hotshard.errors import InputError
+    from tests.conftest import run_cli
+
+    with pytest.raises(InputError) as caught:
+        DriveConfig(url="http://127.0.0.1:9", keys="uniform:10", rate=10**6).check_schedulable()
+    assert "use processes 20 (or lower rate)" in str(caught.value)
+    res = run_cli("drive", "http://127.0.0.1:9", "--dist", "uniform:10", "--rps", "1e6")
+    assert res.returncode == 2 and "use --workers 20 (or lower --rps)" in res.stderr, res.stderr
+    res = run_cli("generate", "--dist", "uniform:10", "-o", "x.parquet")
+    assert "give --messages, or a --duration" in res.stderr, res.stderr
+
+
+def test_a_note_names_parameters_too_and_the_cli_words_it_in_flags():
+    from hotshard.errors import Phrase
+    from tests.conftest import run_cli
+
+    phrase = Phrase("simulating 3 req/s (${rps} sets it)")
+    assert phrase == "simulating 3 req/s (rps sets it)" and isinstance(phrase, str)
+    assert phrase.worded({"rps": "--rps"}) == "simulating 3 req/s (--rps sets it)"
+    res = run_cli("simulate", str(Path(__file__).parents[1] / "examples/incident.profile.json"),
+                  "--duration", "5s", "-n", "4")
+    assert res.returncode == 0, res.stderr
+    assert "(--rps sets it)" in res.stderr and "${" not in res.stderr

@@ -188,7 +188,7 @@ def test_wrong_format_is_reported():
 
 
 def test_a_profile_given_as_observations_says_where_it_goes():
-    with pytest.raises(ObservationsError, match=r"this is a profile .* pass it with --profile"):
+    with pytest.raises(ObservationsError, match=r"this is a profile .* pass it with profile,"):
         Observations.from_dict(doc(format="hotshard.profile/1"))
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 __all__ = [
-    "FetchError", "FitError", "HeaderLineError", "HotshardError", "IdempotencyConflict",
+    "FetchError", "Phrase", "FitError", "HeaderLineError", "HotshardError", "IdempotencyConflict",
     "InputError", "LoadError",
     "NodeLoading", "NodeUnreachable", "ObservationsError", "ProfileError", "ProtocolError",
     "RespError", "ShardError", "ShardFailure", "ShardTimeout", "ShardUnavailable",
@@ -29,6 +29,27 @@ __all__ = [
 
 # a parameter named in a message: ``${rate} must be > 0``
 _PARAMETER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+
+
+def _worded(template: str, names: Mapping[str, str] | None) -> str:
+    names = names or {}
+    return _PARAMETER.sub(lambda m: names.get(m.group(1), m.group(1)), template)
+
+
+class Phrase(str):
+    """A note or warning for a person that names parameters as ``${name}``, as an error's
+    message does (``HotshardError``): as a string it names them by their own names; the CLI
+    words it with its flags (``worded``)."""
+
+    template: str
+
+    def __new__(cls, template: str) -> Phrase:
+        phrase = super().__new__(cls, _worded(template, None))
+        phrase.template = template
+        return phrase
+
+    def worded(self, names: Mapping[str, str] | None = None) -> str:
+        return _worded(self.template, names)
 
 
 class HotshardError(Exception):
@@ -48,12 +69,16 @@ class HotshardError(Exception):
         """The parameters the message names, in order."""
         return tuple(_PARAMETER.findall(super().__str__()))
 
+    @property
+    def template(self) -> str:
+        """The message with its parameters still named ``${name}``: what a wrapping error
+        quotes (``f"{path}: {exc.template}"``), so the CLI can still word them."""
+        return super().__str__()
+
     def worded(self, names: Mapping[str, str] | None = None) -> str:
         """The message with each named parameter as ``names`` calls it (a flag), else by
         its own name."""
-        names = names or {}
-        return _PARAMETER.sub(lambda m: names.get(m.group(1), m.group(1)),
-                              super().__str__())
+        return _worded(super().__str__(), names)
 
 
 # -- input: files, documents, arguments ---------------------------------------------------------

@@ -645,7 +645,7 @@ class Observations(_PerShard):
         fmt = doc.get("format", _MISSING)
         if isinstance(fmt, str) and fmt.startswith("hotshard.profile/"):
             raise ObservationsError("this is a profile (hotshard.profile/1), not observations: "
-                                    "pass it with --profile, and observations (from simulate, "
+                                    "pass it with ${profile}, and observations (from simulate, "
                                     "drive or dashboards) here")
         if fmt is _MISSING or fmt != FORMAT or not isinstance(fmt, str):
             shown = "got nothing" if fmt is _MISSING else got(fmt)
@@ -694,7 +694,7 @@ class Observations(_PerShard):
         try:
             return cls.from_dict(doc)
         except ObservationsError as exc:
-            raise ObservationsError(f"{path}: {exc}") from None
+            raise ObservationsError(f"{path}: {exc.template}") from None
 
     @classmethod
     def load_salvaged(cls, path: str | os.PathLike[str]
@@ -715,11 +715,11 @@ class Observations(_PerShard):
         try:
             return cls.from_dict(doc), ()
         except ObservationsError as exc:
-            first = str(exc)
+            first = exc.template
         try:
             return salvage(doc)
         except ObservationsError as exc:
-            raise ObservationsError(f"{path}: {exc if str(exc) else first}") from None
+            raise ObservationsError(f"{path}: {exc.template or first}") from None
 
     # -- views for diagnosis ---------------------------------------------------------------------
     @property
@@ -820,7 +820,7 @@ def _read_json(path: str | os.PathLike[str]) -> Any:
         raise ObservationsError(
             f"{path}: observations: not JSON (line {exc.lineno}: {exc.msg})") from None
     except ObservationsError as exc:
-        raise ObservationsError(f"{path}: {exc}") from None
+        raise ObservationsError(f"{path}: {exc.template}") from None
 
 
 def _salvage_shard(doc: Any, i: int, dropped: list[tuple[str, str, Any]]

@@ -28,15 +28,28 @@ def _fitted(text: str) -> str:
     return "\n".join(textwrap.wrap(text, width=width, subsequent_indent="    ")) or text
 
 
+def in_flags(message: str) -> str:
+    """A library's ``Phrase`` with its parameters named by the running command's flags
+    (``_options.flag_names``); any other text as it is."""
+    from hotshard.errors import Phrase
+
+    ctx = click.get_current_context(silent=True)
+    if not isinstance(message, Phrase) or ctx is None:
+        return message
+    from hotshard.cli._options import flag_names
+
+    return message.worded(flag_names(ctx))
+
+
 def note(message: str) -> None:
     """A remark on stderr that does not stop the command (one line, wrapped on a terminal)."""
-    click.echo(_fitted(f"hotshard: note: {_safe(message)}"), err=True)
+    click.echo(_fitted(f"hotshard: note: {_safe(in_flags(message))}"), err=True)
 
 
 def warn(message: str) -> None:
     """A warning on stderr: the command went on, but the user should look (one line, wrapped
     on a terminal)."""
-    click.echo(_fitted(f"hotshard: warning: {_safe(message)}"), err=True)
+    click.echo(_fitted(f"hotshard: warning: {_safe(in_flags(message))}"), err=True)
 
 
 def write_json(path: str, payload: dict) -> None:

@@ -115,7 +115,8 @@ class SplitSpec(click.ParamType):
 # library parameters whose option has another name on the command line (``${rate}`` in a
 # library message is ``--rps`` there); any other parameter is named as its option's dest
 LIBRARY_PARAMETERS = {"rate": ("rps",), "read_ratio": ("read_share",), "events": ("messages",),
-                      "profile": ("profile_option", "profile_path")}
+                      "profile": ("profile_option", "profile_path"), "load": ("load_file",),
+                      "baseline": ("baseline_path",)}
 
 
 def flag_names(ctx: click.Context) -> dict[str, str]:

@@ -130,7 +130,7 @@ class Detection:
                        hot_share=raw.get("hot_share", DEFAULT_HOT_SHARE),
                        apply_s=raw.get("apply_s", 0.0))
         except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+            raise InputError(f"{where}: {exc.template}") from None
 
     def text(self) -> str:
         apply = f", actions applied {self.apply_s:g} s later" if self.apply_s else ""

@@ -16,6 +16,7 @@ from hotshard.drive.bound import classify_run, lag_share, recorded_bound
 from hotshard.drive.record import percentiles_ms
 from hotshard.drive.run import DriveResult
 from hotshard.drive.series import drive_windows
+from hotshard.errors import Phrase
 from hotshard.observations import Latency, Observations, ShardObservation
 
 __all__ = ["RATE_SHORTFALL", "driver_warnings", "error_block", "invalid_warning",
@@ -85,20 +86,21 @@ def driver_warnings(result: DriveResult) -> list[str]:
             behind = rec.last_sent - last_due
             if result.sent + rec.dropped < scheduled or \
                     behind > RATE_SHORTFALL * config.duration:
-                out.append(f"the driver sent {result.sent:,} of {scheduled:,} scheduled "
-                           f"requests and finished sending {max(0.0, behind):.2f} s late: its "
-                           "achieved rate was below target (add --workers or lower --rps)")
+                out.append(Phrase(
+                    f"the driver sent {result.sent:,} of {scheduled:,} scheduled requests and "
+                    f"finished sending {max(0.0, behind):.2f} s late: its achieved rate was "
+                    "below target (add ${processes} or lower ${rate})"))
         # the lag adds to the latency directly: warn when it is a material part of it (the
         # threshold's reasoning is bound.LAG_MATERIAL's), never on its size alone (17 ms of
         # lag is nothing beside seconds of latency, and most of a 0.5 ms one)
         lag = lag_share(percentiles_ms(rec.latency), percentiles_ms(rec.service),
                         percentiles_ms(rec.lag))
         if lag is not None and lag.material:
-            out.append(f"{lag.text()}: the driver was a bottleneck, so latencies include its "
-                       "own delay; add --workers or lower --rps")
+            out.append(Phrase(f"{lag.text()}: the driver was a bottleneck, so latencies "
+                              "include its own delay; add ${processes} or lower ${rate}"))
         if rec.dropped:
-            out.append(f"{rec.dropped:,} arrivals dropped at --max-inflight "
-                       f"{config.max_inflight:,} (the target could not keep up)")
+            out.append(Phrase(f"{rec.dropped:,} arrivals dropped at ${{max_inflight}} "
+                              f"{config.max_inflight:,} (the target could not keep up)"))
     if rec.overflow:
         out.append(f"{rec.overflow:,} latencies were above the histogram's 1-hour range "
                    "(counted at the top)")

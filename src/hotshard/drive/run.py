@@ -162,7 +162,7 @@ def _profile_arrivals(keys: str) -> Any:
         from hotshard.profile.document import Profile
 
         if not keys.endswith(".json"):
-            raise InputError("--arrivals profile takes its shape from a profile: give a "
+            raise InputError("${arrivals} profile takes its shape from a profile: give a "
                              "PROFILE.json (made by hotshard profile ... --time COL)")
         profile = Profile.load(keys)
         if profile.arrivals is None:

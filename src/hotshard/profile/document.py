@@ -250,7 +250,7 @@ class Profile:
         try:
             return cls.from_dict(doc)
         except ProfileError as exc:
-            raise ProfileError(f"{path}: {exc}") from None
+            raise ProfileError(f"{path}: {exc.template}") from None
 
     @classmethod
     def from_dict(cls, doc: Any) -> Profile:
@@ -265,7 +265,7 @@ class Profile:
         if fmt != FORMAT:
             if isinstance(fmt, str) and fmt.startswith("hotshard.observations/"):
                 raise ProfileError("this is an observations file (hotshard.observations/1), not "
-                                   "a profile: pass it as observations (OBS, --baseline), and a "
+                                   "a profile: pass it as observations (OBS, ${baseline}), and a "
                                    "profile from hotshard profile here")
             raise ProfileError(
                 f"format is {show(fmt)}; this hotshard reads {FORMAT!r} (re-run hotshard profile)"

@@ -55,12 +55,12 @@ def new_admin_token() -> str:
 def check_admin_token(token: object) -> str:
     """``token`` if it can serve as the admin token, else InputError naming the rule."""
     if not isinstance(token, str):
-        raise InputError(f"admin_token must be a string, got {type(token).__name__}")
+        raise InputError(f"${{admin_token}} must be a string, got {type(token).__name__}")
     if len(token) < MIN_TOKEN_CHARS:
-        raise InputError(f"admin_token must be at least {MIN_TOKEN_CHARS} characters, got "
+        raise InputError(f"${{admin_token}} must be at least {MIN_TOKEN_CHARS} characters, got "
                          f"{len(token)}: a short token can be guessed")
     if not _TOKEN.match(token):
-        raise InputError("admin_token may hold only letters, digits and . _ ~ + / - (then "
+        raise InputError("${admin_token} may hold only letters, digits and . _ ~ + / - (then "
                          "= padding): it is sent in an HTTP header")
     return token
 

@@ -118,20 +118,14 @@ class ServeConfig:
                 ("redis-cluster://", "redis://")):
             raise InputError(f"the store must be a Redis Cluster, redis-cluster://HOST:PORT "
                              f"(${{store}}), got {safe_text(str(self.store), 80)}")
-        # worded in serve's flags: this is what `hotshard serve` runs, field for flag
         if self.append and not self.load:
-            raise InputError("${append} adds the rows of a ${load_file} file: give "
-                             "${load_file} FILE too")
+            raise InputError("${append} adds the rows of a ${load} file: give "
+                             "${load} FILE too")
         if self.skip_bad_rows and not self.load:
-            raise InputError("${skip_bad_rows} applies to a ${load_file} file: give "
-                             "${load_file} FILE too")
+            raise InputError("${skip_bad_rows} applies to a ${load} file: give "
+                             "${load} FILE too")
         if self.admin_token is not None:
-            try:
-                check_admin_token(self.admin_token)
-            except InputError as e:
-                raise InputError(str(e).replace(
-                    "admin_token", "the admin token (--admin-token or HOTSHARD_ADMIN_TOKEN)",
-                    1)) from None
+            check_admin_token(self.admin_token)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hotshard.errors import InputError
+from hotshard.errors import InputError, Phrase
 
 __all__ = ["INCIDENT_SERVICE", "PROFILE_RUN_REQUESTS", "SCENARIOS", "SCENARIO_OPTIONS",
            "RunLength", "Scenario", "Simulation", "measured_rate", "prepare", "run_length",
@@ -273,8 +273,9 @@ def prepare(options: dict) -> Prepared:
                      "a cache sees less reuse than production's (profile event rows to keep "
                      "their order)")
     if profile is not None and profile.arrivals is None and o["arrivals"] == "auto":
-        notes.append("the profile has no arrivals section: arrivals are Poisson, smoother than "
-                     "production's (profile with --time to measure them, or give --arrivals)")
+        notes.append(Phrase("the profile has no arrivals section: arrivals are Poisson, "
+                            "smoother than production's (profile with --time to measure "
+                            "them, or give ${arrivals})"))
     model = ServiceModel(shards=o["shards"], partitioner=o["partitioner"], workers=o["workers"],
                          service=parse_service(o["service"]), arrivals=arrivals,
                          cache_size=o["cache_size"], hit_seconds=o["hit_ms"] / 1000.0)
@@ -357,31 +358,31 @@ def run_length(profile, *, rps: float | None = None, duration: float | None = No
                            DEFAULTS["duration"] if duration is None else duration)
         missing = " and ".join(name for name, v in (("rate", rps), ("length", duration))
                                if v is None)
-        return RunLength(float(rps_), float(duration_), (
+        return RunLength(float(rps_), float(duration_), (Phrase(
             f"the profile measured no rate (profile with a time column to measure it): "
             f"the run's {missing} {'are' if ' and ' in missing else 'is'} the default, "
-            f"{rps_:,.4g} req/s for {format_duration(duration_)} (--rps and --duration set "
-            "them)",))
+            f"{rps_:,.4g} req/s for {format_duration(duration_)} (${{rps}} and ${{duration}} "
+            "set them)"),))
     mean, seconds, section = measured
     if rps is None and duration is None:
         rps, duration = mean, seconds
-        text = (f"simulating the profile's measured rate, {mean:,.4g} req/s, over its "
-                f"measured span, {format_duration(seconds)} (its {section} section; give "
-                "--rps and --duration for others)")
+        text = Phrase(f"simulating the profile's measured rate, {mean:,.4g} req/s, over its "
+                      f"measured span, {format_duration(seconds)} (its {section} section; "
+                      "give ${rps} and ${duration} for others)")
     elif duration is None:
         duration = seconds
-        text = (f"simulating {rps:,.4g} req/s "
-                + (f"(the profile's measured rate shape, scaled from its {mean:,.4g} req/s) "
-                   if shaped else "")
-                + f"over the profile's measured span, {format_duration(seconds)} "
-                  "(--duration sets it)")
+        text = Phrase(f"simulating {rps:,.4g} req/s "
+                      + (f"(the profile's measured rate shape, scaled from its {mean:,.4g} "
+                         "req/s) " if shaped else "")
+                      + f"over the profile's measured span, {format_duration(seconds)} "
+                        "(${duration} sets it)")
     else:
         rps = _rate_within(profile.arrivals, duration) if (
             shaped and profile.arrivals is not None) else mean
         part = (f"its first {format_duration(duration)}" if shaped and duration < seconds
                 else "its measurement")
-        text = (f"simulating the profile's measured rate over {part}, {rps:,.4g} req/s "
-                "(--rps sets it)")
+        text = Phrase(f"simulating the profile's measured rate over {part}, {rps:,.4g} req/s "
+                      "(${rps} sets it)")
     total = float(rps) * float(duration)
     if total > PROFILE_RUN_REQUESTS:
         raise InputError(f"the profile measured {format_duration(seconds)} at {mean:,.4g} "
@@ -403,10 +404,11 @@ def _span_notes(profile, duration: float, key_order, shaped: bool) -> tuple[str,
     if (timelines is None or not shaped or getattr(key_order, "name", None) != "locality"
             or abs(duration - timelines.seconds) <= timelines.seconds / timelines.windows):
         return ()
-    return (f"the run is {format_duration(duration)} long and the profile's timelines span "
-            f"{format_duration(timelines.seconds)}: keys in production's order lay the head "
-            "keys' timelines over the run (stretched), while the arrivals keep their measured "
-            "minutes; --order irm draws each head key by its timeline in real time",)
+    return (Phrase(f"the run is {format_duration(duration)} long and the profile's timelines "
+                   f"span {format_duration(timelines.seconds)}: keys in production's order lay "
+                   "the head keys' timelines over the run (stretched), while the arrivals keep "
+                   "their measured minutes; ${order} irm draws each head key by its timeline "
+                   "in real time"),)
 
 
 # The options a scenario sets and a user may override one by one (simulate's flags).
@@ -510,9 +512,9 @@ def run_simulation(options: dict, *, scenario: str | None = None, rate_given: bo
 
         read_share = DEFAULT_OPS["read"]
         if op_mix is not None and "read" not in op_mix[0]:
-            notes.append(f"the profile's operations are {', '.join(op_mix[0])}, none named "
-                         f"'read': reads taken as {read_share:.0%} of requests (--read-share "
-                         "sets it)")
+            notes.append(Phrase(
+                f"the profile's operations are {', '.join(op_mix[0])}, none named 'read': "
+                f"reads taken as {read_share:.0%} of requests (${{read_share}} sets it)"))
     else:
         op_mix = None  # the user's share replaces the profile's
     events = tuple(hot_events)

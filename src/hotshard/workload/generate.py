@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hotshard.errors import InputError
+from hotshard.errors import InputError, Phrase
 from hotshard.profile import keys_look_integer
 from hotshard.profile.document import Profile
 from hotshard.workload import DEFAULT_RATE, DEFAULT_USERS
@@ -262,13 +262,13 @@ def _key_order(profile: Profile | None, order: str, sampler, events: int, seed: 
         order = "locality" if profile.locality is not None else "irm"
         if order == "locality" and sampler.classes.n_keys > MAX_LOCALITY_KEYS:
             order = "irm"
-            notes += (f"{sampler.classes.n_keys:,} keys are more than the locality order "
-                      f"follows ({MAX_LOCALITY_KEYS:,}): the keys are drawn independently "
-                      "(--order irm)",)
+            notes += (Phrase(f"{sampler.classes.n_keys:,} keys are more than the locality "
+                             f"order follows ({MAX_LOCALITY_KEYS:,}): the keys are drawn "
+                             "independently (${order} irm)"),)
         elif profile.locality is None:
-            notes += ("the profile has no locality section (made before it existed, or from "
-                      "counts): the keys are drawn independently (--order irm), so their "
-                      "reuse, and a cache's hit rate, is not production's",)
+            notes += (Phrase("the profile has no locality section (made before it existed, or "
+                             "from counts): the keys are drawn independently (${order} irm), "
+                             "so their reuse, and a cache's hit rate, is not production's"),)
     if order != "locality":
         return ("irm" if order == "auto" else order), None, notes
     if profile is None or profile.locality is None:
