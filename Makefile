@@ -2,8 +2,10 @@
 #
 #   make demo     install hotshard + the plot, serve and drive extras (what `hotshard demo`,
 #                 `inspect --plot`, `hotshard serve` and `hotshard drive` use)
-#   make test     also the spark extra (+ a JRE via apt if `java` is missing) and the dev tools,
-#                 then ruff and the whole test suite
+#   make test     also the spark and docs extras (+ a JRE via apt if `java` is missing) and the
+#                 dev tools, then ruff, the docs site built with --strict, and the whole test suite
+#   make docs     install the docs extra, build the docs site (MkDocs, mkdocs.yml) into site/
+#                 with --strict: any warning (a broken link, a page not in the nav) fails it
 #   make bench    also the bench extra, then the benchmarks
 #   make lock     rewrite constraints.txt from what is installed in $(VENV) now (pip freeze,
 #                 hotshard itself excluded). Run it after `make test` passes with new versions,
@@ -20,7 +22,7 @@ PIN     = -c constraints.txt
 STAMP   = $(VENV)/.hotshard-installed
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test lint bench lock java wrk redis prometheus chromium node venv-rebuild clean
+.PHONY: demo test docs install install-test lint bench lock java wrk redis prometheus chromium node venv-rebuild clean
 
 # The venv is usable when its python runs and imports pip. If not (missing, half-created, or
 # broken e.g. by its base Python going away) every stamp depends on venv-rebuild, which
@@ -37,7 +39,11 @@ $(STAMP)-run: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
 	@touch $@
 
 $(STAMP)-test: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
-	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,drive,locust,dev]'
+	$(PIP) install -q $(PIN) -e '.[plot,spark,serve,drive,locust,docs,dev]'
+	@touch $@
+
+$(STAMP)-docs: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
+	$(PIP) install -q $(PIN) -e '.[docs]'
 	@touch $@
 
 $(STAMP)-bench: pyproject.toml constraints.txt Makefile $(VENV_REBUILD)
@@ -133,6 +139,7 @@ PY     = env PYTHONDONTWRITEBYTECODE= $(BIN)/python
 PYTEST = $(PY) -m pytest
 test: install-test
 	$(BIN)/ruff check src tests benchmarks
+	$(MKDOCS) build --strict -q
 	@env --default-signal=INT $(PY) -m tests._warm_kernels data & data=$$!; \
 	env --default-signal=INT $(PY) -m tests._warm_kernels sim tests & sim=$$!; \
 	wait $$data && wait $$sim
@@ -145,6 +152,13 @@ test: install-test
 	echo "--- the timing tests (run alongside, at normal priority) ---"; \
 	cat "$$timing_log"; \
 	test $$rest -eq 0 && test $$timed -eq 0
+
+# The docs site: pages under docs/, the CLI reference generated from the click commands
+# (mkdocs-click) and the Python API from the docstrings (mkdocstrings); site/ is git-ignored.
+# NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about its successor (not a warning).
+MKDOCS = env NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+docs: $(STAMP)-docs
+	$(MKDOCS) build --strict
 
 bench: java wrk redis $(STAMP)-bench
 	$(BIN)/python benchmarks/bench_fit.py
@@ -167,4 +181,4 @@ lock:
 	else mv constraints.txt.new constraints.txt; fi
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info
